@@ -1,0 +1,34 @@
+# make        build (Release) into build/
+# make test   set up, build, run unit tests, the malformed-model corpus and ONNX conformance
+# make demo   set up, build, generate a small model, inspect it, run it
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PEREGRINE := $(BUILD)/bin/peregrine
+
+.PHONY: all setup build test demo unit conformance robustness clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+unit: build
+	$(BUILD)/bin/peregrine_unit_tests --gtest_brief=1
+
+robustness: build
+	python3 tests/robustness/run_corpus.py --peregrine $(PEREGRINE)
+
+conformance: build
+	$(BUILD)/bin/peregrine_conformance --expected-failures tests/conformance/expected_failures.txt
+
+test: unit robustness conformance
+
+demo: build
+	scripts/demo.sh $(PEREGRINE)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,62 @@
+// Peregrine's public C++ API: load an ONNX model, run it.
+//
+//   auto session = peregrine::Session::load("model.onnx", {});
+//   auto outputs = (*session)->run({{"input", tensor}});
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/runtime_value.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace peregrine {
+
+namespace ir {
+struct Model;
+struct ValueType;
+}  // namespace ir
+class GraphExecutor;
+
+struct SessionOptions {
+  int num_threads = 1;  // worker threads for kernels that parallelize
+  // Overrides for input shapes (fixes symbolic dims): name -> dims.
+  std::map<std::string, Shape> input_shapes;
+};
+
+// One graph input or output as a user sees it.
+struct IoInfo {
+  std::string name;
+  std::string type;     // "float32[1,3,224,224]", "sequence<...>", ...
+  DType dtype = DType::kUndefined;
+  Shape shape;          // -1 for dims not known until run time
+  bool is_tensor = true;
+};
+
+class Session {
+ public:
+  ~Session();
+  // load -> infer shapes -> passes (none yet) -> plan -> ready to run.
+  static Expected<std::unique_ptr<Session>> load(const std::string& path,
+                                                 const SessionOptions& options);
+
+  const std::vector<IoInfo>& inputs() const { return inputs_; }
+  const std::vector<IoInfo>& outputs() const { return outputs_; }
+  const ir::Model& model() const { return *model_; }
+
+  // Inputs by name (all graph inputs required); outputs in graph order.
+  Expected<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs);
+  Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
+
+ private:
+  Session() = default;
+  SessionOptions options_;
+  std::unique_ptr<ir::Model> model_;
+  std::unique_ptr<GraphExecutor> executor_;
+  std::vector<IoInfo> inputs_, outputs_;
+};
+
+}  // namespace peregrine

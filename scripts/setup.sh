@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing Peregrine needs. Idempotent: when everything
+# is present it only checks, in a second or two.
+set -euo pipefail
+
+APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache)
+PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+need_pip=()
+for spec in "${PIP_PACKAGES[@]}"; do
+  name=${spec%%==*}; want=${spec##*==}
+  have=$($PY -c "import importlib.metadata as m; print(m.version('$name'))" 2>/dev/null || true)
+  [ "$have" = "$want" ] || need_pip+=("$spec")
+done
+if ((${#need_pip[@]})); then
+  echo "setup: installing Python packages: ${need_pip[*]}"
+  $PY -m pip install -q --disable-pip-version-check "${need_pip[@]}"
+fi

@@ -1,0 +1,103 @@
+// The backend interface. A backend says which nodes it can run, prepares a
+// kernel for each (packing weights, choosing an algorithm) once per plan, and
+// runs it. The reference backend claims every op it knows; faster backends
+// claim what they do well and the rest falls back.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/runtime_value.h"
+#include "ir/attributes.h"
+#include "ir/graph.h"
+
+namespace peregrine {
+
+class KernelContext;
+
+// Runs a subgraph (If/Loop/Scan bodies) with the given graph inputs; the outer
+// scope is whatever the node running it sees.
+using SubgraphRunner = std::function<Expected<std::vector<RuntimeValue>>(
+    const ir::Graph&, const std::vector<RuntimeValue>&)>;
+
+// Computes output types at run time from the real inputs (the op's schema).
+using OutputTypeFn = std::function<Status(KernelContext&)>;
+
+// What a kernel sees of one node during a run.
+class KernelContext {
+ public:
+  KernelContext(const ir::Node& node, std::vector<const RuntimeValue*> inputs,
+                std::vector<ir::ValueType> output_types, SubgraphRunner subgraph_runner,
+                int num_threads)
+      : node_(node), attrs_(node), inputs_(std::move(inputs)),
+        output_types_(std::move(output_types)), outputs_(node.outputs.size()),
+        subgraph_runner_(std::move(subgraph_runner)), num_threads_(num_threads) {}
+
+  const ir::Node& node() const { return node_; }
+  int opset() const { return node_.opset; }
+  const ir::AttrView& attrs() const { return attrs_; }
+  int num_threads() const { return num_threads_; }
+
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const {
+    return i < inputs_.size() && inputs_[i] != nullptr && !inputs_[i]->is_none();
+  }
+  // Input i as a tensor (callers check has_input for optional inputs).
+  const Tensor& input(size_t i) const { return inputs_[i]->tensor; }
+  const RuntimeValue& input_value(size_t i) const { return *inputs_[i]; }
+  bool input_present_slot(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+
+  size_t num_outputs() const { return outputs_.size(); }
+  bool wants_output(size_t i) const { return i < node_.outputs.size() && !node_.outputs[i].empty(); }
+  // Output i, allocated on first use from the type inferred for this run.
+  // Requires a static inferred shape; ops with data-dependent shapes use allocate_output.
+  Tensor& output(size_t i);
+  Tensor& allocate_output(size_t i, DType dtype, const Shape& shape);
+  void set_output(size_t i, Tensor t) { outputs_[i] = RuntimeValue::of(std::move(t)); }
+  void set_output_value(size_t i, RuntimeValue v) { outputs_[i] = std::move(v); }
+  const ir::ValueType& output_type(size_t i) const { return output_types_[i]; }
+
+  Expected<std::vector<RuntimeValue>> run_subgraph(const ir::Graph& g,
+                                                   const std::vector<RuntimeValue>& inputs) {
+    return subgraph_runner_(g, inputs);
+  }
+
+  Status error(const std::string& message) const {
+    return invalid_input(node_.describe() + ": " + message);
+  }
+
+  std::vector<RuntimeValue>& outputs() { return outputs_; }
+
+ private:
+  const ir::Node& node_;
+  ir::AttrView attrs_;
+  std::vector<const RuntimeValue*> inputs_;
+  std::vector<ir::ValueType> output_types_;
+  std::vector<RuntimeValue> outputs_;
+  SubgraphRunner subgraph_runner_;
+  int num_threads_;
+};
+
+using KernelFn = std::function<Status(KernelContext&)>;
+
+// A kernel bound to one node of one plan.
+class PreparedKernel {
+ public:
+  virtual ~PreparedKernel() = default;
+  virtual Status run(KernelContext& ctx) = 0;
+  virtual std::string name() const = 0;  // "reference", "cpu/gemm-avx512", ... for profiles
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual bool supports(const ir::Node& node) const = 0;
+  // Called once per node per plan, with static input types when known.
+  virtual Expected<std::unique_ptr<PreparedKernel>> prepare(
+      const ir::Node& node, const std::vector<ir::ValueType>& input_types) const = 0;
+};
+
+}  // namespace peregrine

@@ -1,0 +1,103 @@
+#include "peregrine/session.h"
+
+#include "backends/reference/reference_backend.h"
+#include "importer/onnx/onnx_importer.h"
+#include "runtime/executor.h"
+#include "runtime/type_inference.h"
+
+namespace peregrine {
+
+Session::~Session() = default;
+
+namespace {
+
+IoInfo io_info(const ir::Graph& g, const std::string& name) {
+  IoInfo info;
+  info.name = name;
+  const ir::Value* v = g.find_value(name);
+  if (!v) return info;
+  info.type = v->type.to_string();
+  info.is_tensor = v->type.is_tensor();
+  info.dtype = v->type.dtype;
+  if (v->type.has_shape) info.shape = v->type.dims;
+  return info;
+}
+
+// Passes run here (issue: graph compiler); the hook exists so plans see the result.
+Status run_graph_passes(ir::Model&) { return Status::ok(); }
+
+}  // namespace
+
+Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
+                                                 const SessionOptions& options) {
+  std::unique_ptr<Session> s(new Session());
+  s->options_ = options;
+  PG_ASSIGN_OR_RETURN(ir::Model model, load_onnx_model(path));
+  s->model_ = std::make_unique<ir::Model>(std::move(model));
+  ir::Graph& g = s->model_->graph;
+  for (const auto& [name, shape] : options.input_shapes) {
+    ir::Value* v = g.values.count(name) ? &g.values[name] : nullptr;
+    bool is_input = std::find(g.inputs.begin(), g.inputs.end(), name) != g.inputs.end();
+    if (!v || !is_input) return invalid_input("--shape: '" + name + "' is not an input of the model");
+    if (v->type.is_tensor() && v->type.has_shape && v->type.dims.size() != shape.size())
+      return invalid_input("--shape: input '" + name + "' has rank " +
+                           std::to_string(v->type.dims.size()) + ", given " + shape_to_string(shape));
+    for (size_t i = 0; v->type.has_shape && i < shape.size(); ++i)
+      if (v->type.dims[i] >= 0 && v->type.dims[i] != shape[i])
+        return invalid_input("--shape: input '" + name + "' dim " + std::to_string(i) + " is fixed at " +
+                             std::to_string(v->type.dims[i]) + ", given " + std::to_string(shape[i]));
+    DType dtype = v->type.dtype;
+    v->type = ir::ValueType::tensor(dtype, shape);
+  }
+  PG_RETURN_IF_ERROR(infer_graph_types(g).status());
+  PG_RETURN_IF_ERROR(run_graph_passes(*s->model_));
+  PG_ASSIGN_OR_RETURN(s->executor_,
+                      GraphExecutor::create(g, {&reference_backend()}, options.num_threads));
+  for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
+  for (const auto& n : g.outputs) s->outputs_.push_back(io_info(g, n));
+  return s;
+}
+
+Expected<std::vector<RuntimeValue>> Session::run_values(
+    const std::map<std::string, RuntimeValue>& inputs) {
+  for (const auto& info : inputs_) {
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) return invalid_input("input '" + info.name + "' was not given");
+    const RuntimeValue& v = it->second;
+    if (info.is_tensor && v.is_tensor()) {
+      if (info.dtype != DType::kUndefined && v.tensor.dtype() != info.dtype)
+        return invalid_input("input '" + info.name + "' has type " +
+                             std::string(dtype_name(v.tensor.dtype())) + ", the model expects " +
+                             std::string(dtype_name(info.dtype)));
+      if (!info.shape.empty() || v.tensor.rank() == 0) {
+        bool ok = info.shape.size() == static_cast<size_t>(v.tensor.rank());
+        for (size_t i = 0; ok && i < info.shape.size(); ++i)
+          ok = info.shape[i] < 0 || info.shape[i] == v.tensor.dim(static_cast<int64_t>(i));
+        if (!ok)
+          return invalid_input("input '" + info.name + "' has shape " +
+                               shape_to_string(v.tensor.shape()) + ", the model expects " + info.type);
+      }
+    }
+  }
+  for (const auto& [name, v] : inputs) {
+    bool known = false;
+    for (const auto& info : inputs_) known |= info.name == name;
+    if (!known) return invalid_input("'" + name + "' is not an input of the model");
+  }
+  return executor_->run(inputs, nullptr);
+}
+
+Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, RuntimeValue> values;
+  for (const auto& [k, t] : inputs) values[k] = RuntimeValue::of(t);
+  PG_ASSIGN_OR_RETURN(auto outs, run_values(values));
+  std::map<std::string, Tensor> result;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].is_tensor())
+      return unsupported("output '" + outputs_[i].name + "' is not a tensor; use run_values");
+    result[outputs_[i].name] = outs[i].tensor;
+  }
+  return result;
+}
+
+}  // namespace peregrine

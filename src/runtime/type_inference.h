@@ -1,0 +1,30 @@
+// Static shape and type inference over a whole graph, with constant propagation:
+// a node whose inputs are all known (initializers, Shape of a static tensor, ...)
+// and small is evaluated with the reference backend, so the Shape -> Gather ->
+// Concat -> Reshape chains of exported models end in static shapes.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/runtime_value.h"
+#include "ir/graph.h"
+
+namespace peregrine {
+
+struct InferenceResult {
+  std::map<std::string, Tensor> known_values;  // values computed at load time
+};
+
+// Graph input types must already be set (declared or overridden by the user).
+// `outer` maps names visible from enclosing graphs to their types.
+Expected<InferenceResult> infer_graph_types(ir::Graph& graph,
+                                            const std::map<std::string, ir::ValueType>& outer = {});
+
+// The type a concrete runtime value has.
+ir::ValueType type_of(const RuntimeValue& v);
+
+// Does the op produce the same output for the same inputs (safe to fold)?
+bool is_deterministic_op(const ir::Node& node);
+
+}  // namespace peregrine

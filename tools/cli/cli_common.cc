@@ -1,0 +1,119 @@
+#include "cli_common.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace peregrine::cli {
+
+void Args::flag(const std::string& name, const std::string& help, bool repeated) {
+  specs_[name] = {help, false, repeated};
+  order_.push_back(name);
+}
+
+void Args::toggle(const std::string& name, const std::string& help) {
+  specs_[name] = {help, true, false};
+  order_.push_back(name);
+}
+
+Status Args::parse(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      help_ = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0 || a == "--") {
+      positional_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = specs_.find(name);
+    if (it == specs_.end())
+      return invalid_input("peregrine " + command_ + ": unknown flag '--" + name + "' (see --help)");
+    if (it->second.is_toggle) {
+      if (has_value) return invalid_input("--" + name + " takes no value");
+      toggles_[name] = true;
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) return invalid_input("--" + name + " needs a value");
+      value = argv[++i];
+    }
+    if (!it->second.repeated && values_.count(name))
+      return invalid_input("--" + name + " given more than once");
+    values_[name].push_back(value);
+  }
+  return Status::ok();
+}
+
+std::string Args::help_text() const {
+  std::ostringstream o;
+  o << "usage: peregrine " << command_ << " " << usage_ << "\n\noptions:\n";
+  for (const auto& name : order_) {
+    const Spec& s = specs_.at(name);
+    std::string left = "--" + name + (s.is_toggle ? "" : " VALUE");
+    o << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << s.help << "\n";
+  }
+  o << "  --help                    show this help\n";
+  return o.str();
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second.back();
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+Expected<Shape> parse_dims(const std::string& text) {
+  Shape dims;
+  std::string cur;
+  auto flush = [&]() -> Status {
+    if (cur.empty() || cur.size() > 12 || cur.find_first_not_of("0123456789") != std::string::npos)
+      return invalid_input("bad dims '" + text + "' (expected e.g. 1x3x224x224)");
+    dims.push_back(std::stoll(cur));
+    cur.clear();
+    return Status::ok();
+  };
+  if (text == "scalar" || text.empty()) return dims;
+  for (char c : text) {
+    if (c == 'x' || c == ',') {
+      PG_RETURN_IF_ERROR(flush());
+    } else {
+      cur += c;
+    }
+  }
+  PG_RETURN_IF_ERROR(flush());
+  return dims;
+}
+
+Expected<std::pair<std::string, std::string>> split_assignment(const std::string& text,
+                                                               const std::string& flag) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return invalid_input("--" + flag + " expects NAME=VALUE, got '" + text + "'");
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+Expected<int64_t> parse_int(const std::string& text, const std::string& flag) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    return invalid_input("--" + flag + " expects a non-negative integer, got '" + text + "'");
+  return std::stoll(text);
+}
+
+int print_error(const Status& st) {
+  std::fprintf(stderr, "error: %s\n", st.message().c_str());
+  return st.exit_code();
+}
+
+}  // namespace peregrine::cli
