@@ -43,6 +43,17 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
     }
     if (!kernel) return unsupported(node->describe() + ": no backend implements this op");
     ex->kernels_.push_back(std::move(kernel));
+    // Subgraphs are planned now too, so an unsupported op anywhere fails at load time.
+    for (const auto& [key, a] : node->attributes) {
+      std::vector<const ir::Graph*> subs;
+      if (a.g) subs.push_back(a.g.get());
+      for (const auto& sg : a.graphs) subs.push_back(sg.get());
+      for (const ir::Graph* sg : subs) {
+        auto sub = create(*sg, backends, num_threads);
+        if (!sub.is_ok()) return sub.status();
+        ex->subgraph_executors_.emplace(sg, std::move(sub).value());
+      }
+    }
   }
   // Liveness: release each local value after its last reader (graph outputs never).
   std::map<std::string, size_t> last_use;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +111,16 @@ std::string compare_value(const RuntimeValue& got, const RuntimeValue& want, con
   return compare_tensor(got.tensor, want.tensor, what);
 }
 
+// The onnx test data stores bfloat16 tensors as their uint16 bit patterns; read
+// them back as bfloat16 where the model declares that type.
+RuntimeValue bfloat16_from_bits(RuntimeValue v, const ir::ValueType& declared) {
+  if (!v.is_tensor() || v.tensor.dtype() != DType::kUInt16 || declared.dtype != DType::kBFloat16)
+    return v;
+  Tensor t = Tensor::zeros(DType::kBFloat16, v.tensor.shape());
+  std::memcpy(t.raw(), v.tensor.raw(), v.tensor.nbytes());
+  return RuntimeValue::of(std::move(t));
+}
+
 // Runs one test; returns "" on success or the reason it failed.
 std::string run_test(const fs::path& dir) {
   auto model = load_onnx_model((dir / "model.onnx").string());
@@ -130,7 +141,7 @@ std::string run_test(const fs::path& dir) {
       if (!fs::exists(f)) continue;  // an optional input left out
       auto v = load_value_proto_file(f.string(), g.find_value(g.inputs[i])->type);
       if (!v.is_ok()) return "input: " + v.status().message();
-      inputs[g.inputs[i]] = std::move(v).value();
+      inputs[g.inputs[i]] = bfloat16_from_bits(std::move(v).value(), g.find_value(g.inputs[i])->type);
     }
     auto outs = (*session)->run_values(inputs);
     if (!outs.is_ok()) return "run: " + outs.status().message();
@@ -138,7 +149,8 @@ std::string run_test(const fs::path& dir) {
       fs::path f = set / ("output_" + std::to_string(i) + ".pb");
       auto want = load_value_proto_file(f.string(), g.find_value(g.outputs[i])->type);
       if (!want.is_ok()) return "expected output: " + want.status().message();
-      std::string e = compare_value(outs.value()[i], *want, "output '" + g.outputs[i] + "'");
+      RuntimeValue expected = bfloat16_from_bits(std::move(want).value(), g.find_value(g.outputs[i])->type);
+      std::string e = compare_value(outs.value()[i], expected, "output '" + g.outputs[i] + "'");
       if (!e.empty()) return e;
     }
   }

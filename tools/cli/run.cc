@@ -91,7 +91,6 @@ int cmd_run(int argc, char** argv) {
     auto t = read_npy(kv->second);
     if (!t.is_ok()) return print_error(t.status());
     given[kv->first] = std::move(t).value();
-    if (!options.input_shapes.count(kv->first)) options.input_shapes[kv->first] = given[kv->first].shape();
   }
 
   auto session = Session::load(args.positional()[0], options);

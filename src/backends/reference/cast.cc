@@ -1,9 +1,262 @@
-// Reference kernels of the cast family.
+// Reference kernels of the cast family: Cast and CastLike between every element
+// type but complex, including float8, 4-bit integers, bool and string.
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "backends/reference/cast_float8.h"
 #include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
 
 namespace peregrine {
 
-void register_cast_kernels(KernelRegistry& r) { (void)r; }
+namespace {
+
+// Types held as bytes in memory whose values are not plain integers.
+template <DType D>
+struct Float8Tag {};
+struct Int4Tag {};
+struct UInt4Tag {};
+
+template <typename T> struct StorageOf { using type = T; };
+template <DType D> struct StorageOf<Float8Tag<D>> { using type = uint8_t; };
+template <> struct StorageOf<Int4Tag> { using type = int8_t; };
+template <> struct StorageOf<UInt4Tag> { using type = uint8_t; };
+template <typename T> using Storage = typename StorageOf<T>::type;
+
+template <typename T> inline constexpr bool kIsFloat8 = false;
+template <DType D> inline constexpr bool kIsFloat8<Float8Tag<D>> = true;
+template <typename T> inline constexpr DType kFloat8DType = DType::kUndefined;
+template <DType D> inline constexpr DType kFloat8DType<Float8Tag<D>> = D;
+
+template <typename T>
+inline constexpr bool kIsNarrowFloat = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// Every non-string type Cast handles; strings take their own path.
+template <typename F>
+Status visit_castable(DType t, F&& fn) {
+  switch (t) {
+    case DType::kFloat8E4M3FN: fn.template operator()<Float8Tag<DType::kFloat8E4M3FN>>(); break;
+    case DType::kFloat8E4M3FNUZ: fn.template operator()<Float8Tag<DType::kFloat8E4M3FNUZ>>(); break;
+    case DType::kFloat8E5M2: fn.template operator()<Float8Tag<DType::kFloat8E5M2>>(); break;
+    case DType::kFloat8E5M2FNUZ: fn.template operator()<Float8Tag<DType::kFloat8E5M2FNUZ>>(); break;
+    case DType::kInt4: fn.template operator()<Int4Tag>(); break;
+    case DType::kUInt4: fn.template operator()<UInt4Tag>(); break;
+    default: return visit_numeric_or_bool(t, fn);
+  }
+  return Status::ok();
+}
+
+// The value of a stored element in a type C++ arithmetic understands.
+template <typename T>
+auto load_value(Storage<T> v) {
+  if constexpr (kIsFloat8<T>) {
+    return float8_to_float(v, float8_format(kFloat8DType<T>));
+  } else if constexpr (std::is_same_v<T, Int4Tag> || std::is_same_v<T, UInt4Tag>) {
+    return static_cast<int64_t>(v);
+  } else if constexpr (kIsNarrowFloat<T>) {
+    return static_cast<float>(v);
+  } else {
+    return v;
+  }
+}
+
+// Floating point to integer: truncates toward zero; NaN gives 0 and out-of-range
+// values clamp (ONNX leaves both undefined; this keeps them deterministic).
+template <typename U, typename V>
+U float_to_integer(V v) {
+  if (std::isnan(v)) return U(0);
+  double t = std::trunc(static_cast<double>(v));
+  const double lo = static_cast<double>(std::numeric_limits<U>::min());
+  const double hi_exclusive = std::ldexp(1.0, std::numeric_limits<U>::digits);
+  if (t < lo) return std::numeric_limits<U>::min();
+  if (t >= hi_exclusive) return std::numeric_limits<U>::max();
+  return static_cast<U>(t);
+}
+
+// Converts a loaded value to the storage of U by Cast's rules.
+template <typename U, typename V>
+Storage<U> store_value(V v, bool saturate) {
+  if constexpr (kIsFloat8<U>) {
+    return float_to_float8(static_cast<float>(v), float8_format(kFloat8DType<U>), saturate);
+  } else if constexpr (std::is_same_v<U, Int4Tag>) {
+    return double_to_int4(static_cast<double>(v));
+  } else if constexpr (std::is_same_v<U, UInt4Tag>) {
+    return double_to_uint4(static_cast<double>(v));
+  } else if constexpr (std::is_same_v<U, bool>) {
+    return v != V(0);
+  } else if constexpr (std::is_same_v<U, BFloat16>) {
+    // onnx's reference (and its test data) truncates float to bfloat16.
+    BFloat16 b;
+    b.bits = static_cast<uint16_t>(float_bits(static_cast<float>(v)) >> 16);
+    return b;
+  } else if constexpr (std::is_same_v<U, Float16>) {
+    return U(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<U>) {
+    return static_cast<U>(v);
+  } else if constexpr (std::is_floating_point_v<V>) {
+    return float_to_integer<U>(v);
+  } else {
+    return static_cast<U>(v);  // integers wrap (two's complement), bool gives 0/1
+  }
+}
+
+// ---- numbers to strings, formatted as numpy's str() does -------------------
+
+// Shortest decimal that reads back as the same value of T, in scientific form
+// ("d.ddde+XX"), split into its digits and decimal exponent.
+template <typename T>
+void shortest_digits(T value, std::string& digits, int& exponent) {
+  char buf[64];
+  std::string sci;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    auto res = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
+    sci.assign(buf, res.ptr);
+  } else {
+    // Narrow formats: the fewest significant digits that round-trip through T.
+    double v = static_cast<double>(static_cast<float>(value));
+    for (int precision = 0; precision < 17; ++precision) {
+      std::snprintf(buf, sizeof(buf), "%.*e", precision, v);
+      float back = static_cast<float>(std::strtod(buf, nullptr));
+      if (static_cast<float>(T(back)) == static_cast<float>(value)) break;
+    }
+    sci = buf;
+  }
+  size_t e = sci.find('e');
+  exponent = std::atoi(sci.c_str() + e + 1);
+  digits.clear();
+  for (size_t i = 0; i < e; ++i)
+    if (sci[i] >= '0' && sci[i] <= '9') digits.push_back(sci[i]);
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+}
+
+template <typename T>
+std::string float_to_string(T value) {
+  double v = static_cast<double>(value);
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  std::string sign = std::signbit(v) ? "-" : "";
+  if (v == 0) return sign + "0.0";
+  std::string digits;
+  int exponent;
+  shortest_digits(value, digits, exponent);  // the sign is not among the digits
+  double magnitude = std::fabs(v);
+  if (magnitude >= 1e-4 && magnitude < 1e16) {  // positional, like numpy
+    std::string out;
+    if (exponent >= 0) {
+      std::string int_part = digits.substr(0, std::min<size_t>(digits.size(), exponent + 1));
+      int_part.append(static_cast<size_t>(exponent + 1) - int_part.size(), '0');
+      std::string frac = digits.size() > static_cast<size_t>(exponent + 1)
+                             ? digits.substr(static_cast<size_t>(exponent + 1))
+                             : "0";
+      out = int_part + "." + frac;
+    } else {
+      out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    }
+    return sign + out;
+  }
+  std::string mantissa = digits.substr(0, 1);
+  if (digits.size() > 1) mantissa += "." + digits.substr(1);
+  char exp_buf[16];
+  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+  return sign + mantissa + exp_buf;
+}
+
+template <typename T>
+std::string value_to_string(Storage<T> stored) {
+  auto v = load_value<T>(stored);
+  using V = decltype(v);
+  if constexpr (std::is_same_v<V, bool>) {
+    return v ? "True" : "False";
+  } else if constexpr (std::is_floating_point_v<V>) {
+    if constexpr (kIsNarrowFloat<T>) return float_to_string<T>(stored);
+    else return float_to_string<V>(v);
+  } else {
+    return std::to_string(v);
+  }
+}
+
+// ---- strings to numbers ------------------------------------------------------
+
+// Parses like onnx/numpy: decimal or scientific, "NaN", "INF", "+INF", "-INF" in any case.
+double parse_double(const std::string& s) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  double v = std::strtod(begin, &end);
+  if (end == begin) return std::nan("");
+  return v;
+}
+
+template <typename U>
+Storage<U> string_to_value(const std::string& s, bool saturate) {
+  if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+    // Whole integers parse exactly (int64 beyond 2^53 must not go through double).
+    const char* begin = s.c_str();
+    if (*begin == '+') ++begin;
+    const char* end = s.c_str() + s.size();
+    U parsed{};
+    auto res = std::from_chars(begin, end, parsed);
+    if (res.ec == std::errc() && res.ptr == end) return parsed;
+  }
+  return store_value<U>(parse_double(s), saturate);
+}
+
+Status cast_tensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool saturate) {
+  DType from = in.dtype(), to = out.dtype();
+  const int64_t n = in.numel();
+  if (from == to) {
+    if (from == DType::kString) {
+      out.strings() = in.strings();
+    } else if (n > 0) {
+      std::memcpy(out.raw(), in.raw(), in.nbytes());
+    }
+    return Status::ok();
+  }
+  if (from == DType::kString) {
+    const std::vector<std::string>& src = in.strings();
+    return visit_castable(to, [&]<typename U>() {
+      Storage<U>* dst = out.data<Storage<U>>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = string_to_value<U>(src[i], saturate);
+    });
+  }
+  if (to == DType::kString) {
+    std::vector<std::string>& dst = out.strings();
+    return visit_castable(from, [&]<typename T>() {
+      const Storage<T>* src = in.data<Storage<T>>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = value_to_string<T>(src[i]);
+    });
+  }
+  Status inner = Status::ok();
+  Status outer = visit_castable(from, [&]<typename T>() {
+    inner = visit_castable(to, [&]<typename U>() {
+      const Storage<T>* src = in.data<Storage<T>>();
+      Storage<U>* dst = out.data<Storage<U>>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = store_value<U>(load_value<T>(src[i]), saturate);
+    });
+  });
+  PG_RETURN_IF_ERROR(outer);
+  if (!inner.is_ok()) return ctx.error(inner.message());
+  return Status::ok();
+}
+
+Status cast_kernel(KernelContext& ctx) {
+  PG_ASSIGN_OR_RETURN(int64_t saturate, ctx.attrs().get_int("saturate", 1));
+  Status s = cast_tensor(ctx, ctx.input(0), ctx.output(0), saturate != 0);
+  if (!s.is_ok() && s.message().find(ctx.node().describe()) == std::string::npos)
+    return ctx.error(s.message());
+  return s;
+}
+
+}  // namespace
+
+void register_cast_kernels(KernelRegistry& r) {
+  r.add(kOnnxDomain, "Cast", cast_kernel);
+  r.add(kOnnxDomain, "CastLike", cast_kernel);
+}
 
 }  // namespace peregrine

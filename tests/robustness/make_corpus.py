@@ -1,0 +1,232 @@
+"""Writes a corpus of malformed models, one folder per case, each breaking one
+loader or verifier rule. run_corpus.py feeds them to `peregrine run` and checks
+the error message and the exit code."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def tiny_graph(nodes=None, inits=None, inputs=None, outputs=None, name="g"):
+    nodes = nodes if nodes is not None else [helper.make_node("Add", ["x", "y"], ["z"], name="add_0")]
+    inputs = inputs if inputs is not None else [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]
+    outputs = outputs if outputs is not None else [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])]
+    return helper.make_graph(nodes, name, inputs, outputs, initializer=inits or [])
+
+
+def model_of(graph, opset=OPSET):
+    m = helper.make_model(graph, opset_imports=opset)
+    m.ir_version = 8
+    return m
+
+
+def save(folder, model_or_bytes):
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    data = model_or_bytes if isinstance(model_or_bytes, bytes) else model_or_bytes.SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def external_model(location, offset=None, length=None, n=6):
+    t = TensorProto()
+    t.name = "w"
+    t.data_type = TensorProto.FLOAT
+    t.dims.extend([2, 3])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", offset), ("length", length)):
+        if v is not None:
+            e = t.external_data.add()
+            e.key, e.value = k, str(v)
+    g = tiny_graph(nodes=[helper.make_node("Add", ["x", "w"], ["z"], name="add_w")], inits=[t],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    return model_of(g)
+
+
+def nested_if(depth):
+    """An If whose then-branch holds an If ... `depth` levels deep."""
+    out = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1])
+    inner = helper.make_graph([helper.make_node("Constant", [], ["r"], value=numpy_helper.from_array(np.ones(1, np.float32)))],
+                              "leaf", [], [out])
+    leaf = inner
+    for i in range(depth):
+        # Only the then-branch nests: the model stays linear in size.
+        node = helper.make_node("If", ["c"], ["r"], name=f"if_{i}", then_branch=inner, else_branch=leaf)
+        inner = helper.make_graph([node], f"level_{i}", [], [out])
+    return model_of(helper.make_graph(inner.node, "main", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])], [out]))
+
+
+def _field(number, payload):
+    """A length-delimited protobuf field."""
+    key, n, out = (number << 3) | 2, len(payload), bytearray()
+    out.append(key)
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out) + payload
+
+
+def nesting_bomb(levels):
+    """Graph -> node -> attribute -> graph ... encoded by hand: Python's protobuf
+    refuses to build messages this deep, which is the point of the case."""
+    graph = b""
+    for _ in range(levels):
+        attribute = _field(1, b"g") + _field(6, graph)          # AttributeProto{name, g}
+        node = _field(4, b"If") + _field(5, attribute)           # NodeProto{op_type, attribute}
+        graph = _field(1, node)                                  # GraphProto{node}
+    return _field(7, graph)                                      # ModelProto{graph}
+
+
+def cases(root):
+    """Yields (name, expected exit code, regex the error must match, extra CLI args)."""
+    valid = model_of(tiny_graph()).SerializeToString()
+
+    save(f"{root}/truncated", valid[: len(valid) // 2])
+    yield "truncated", 2, r"not a valid ONNX protobuf", []
+    save(f"{root}/not_protobuf", b"this is not an onnx model\n" * 10)
+    yield "not_protobuf", 2, r"not a valid ONNX protobuf", []
+    save(f"{root}/empty_file", b"")
+    yield "empty_file", 2, r"no graph", []
+
+    w = numpy_helper.from_array(np.ones((8, 3, 3), np.float32), "w3")
+    g = tiny_graph(nodes=[helper.make_node("Conv", ["x", "w3"], ["z"], name="conv_12")], inits=[w],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                   outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/conv_weight_rank", model_of(g))
+    yield "conv_weight_rank", 2, r"node 'conv_12' \(Conv\).*rank", []
+
+    t = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    t.raw_data = t.raw_data[:-4]
+    g = tiny_graph(nodes=[helper.make_node("Add", ["x", "w"], ["z"], name="add_w")], inits=[t],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/raw_data_short", model_of(g))
+    yield "raw_data_short", 2, r"tensor 'w': raw_data has 20 bytes.*need 24", []
+
+    save(f"{root}/external_dotdot/sub", external_model("../secret.bin"))
+    with open(f"{root}/external_dotdot/secret.bin", "wb") as f:
+        f.write(b"\0" * 24)
+    yield "external_dotdot/sub", 2, r"tensor 'w'.*must not contain '\.\.'", []
+
+    save(f"{root}/external_absolute", external_model("/etc/passwd"))
+    yield "external_absolute", 2, r"tensor 'w'.*relative path inside the model's folder", []
+
+    os.makedirs(f"{root}/external_symlink", exist_ok=True)
+    with open(f"{root}/outside.bin", "wb") as f:
+        f.write(b"\0" * 24)
+    link = f"{root}/external_symlink/weights.bin"
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(os.path.abspath(f"{root}/outside.bin"), link)
+    save(f"{root}/external_symlink", external_model("weights.bin"))
+    yield "external_symlink", 2, r"tensor 'w'.*is a symlink", []
+
+    os.makedirs(f"{root}/external_hardlink", exist_ok=True)
+    hl = f"{root}/external_hardlink/weights.bin"
+    if os.path.lexists(hl):
+        os.remove(hl)
+    os.link(f"{root}/outside.bin", hl)
+    save(f"{root}/external_hardlink", external_model("weights.bin"))
+    yield "external_hardlink", 2, r"tensor 'w'.*several hard links", []
+
+    save(f"{root}/external_past_end", external_model("weights.bin", offset=16, length=24))
+    with open(f"{root}/external_past_end/weights.bin", "wb") as f:
+        f.write(b"\0" * 32)
+    yield "external_past_end", 2, r"tensor 'w'.*exceeds file 'weights.bin'", []
+
+    save(f"{root}/external_missing", external_model("nowhere.bin"))
+    yield "external_missing", 2, r"tensor 'w'.*not found", []
+
+    g = tiny_graph(nodes=[helper.make_node("Relu", ["b"], ["a"], name="relu_a"),
+                          helper.make_node("Relu", ["a"], ["b"], name="relu_b"),
+                          helper.make_node("Add", ["x", "b"], ["z"], name="add_0")],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/cycle", model_of(g))
+    yield "cycle", 2, r"node 'relu_[ab]' \(Relu\).*cycle", []
+
+    g = tiny_graph(nodes=[helper.make_node("Add", ["x", "ghost"], ["z"], name="add_0")],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/dangling_input", model_of(g))
+    yield "dangling_input", 2, r"node 'add_0' \(Add\): input 'ghost' is not a graph input", []
+
+    t = TensorProto()
+    t.name, t.data_type = "w", TensorProto.FLOAT
+    t.dims.extend([1 << 40, 1 << 40])
+    g = tiny_graph(nodes=[helper.make_node("Add", ["x", "w"], ["z"], name="add_w")], inits=[t],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/huge_dims", model_of(g))
+    yield "huge_dims", 2, r"initializer: tensor 'w'.*(overflows|exceeds)", []
+
+    t = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    t.data_type = 99
+    g = tiny_graph(nodes=[helper.make_node("Add", ["x", "w"], ["z"], name="add_w")], inits=[t],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/bad_dtype", model_of(g))
+    yield "bad_dtype", 2, r"tensor 'w': data_type 99 is not a valid ONNX element type", []
+
+    g = tiny_graph(nodes=[helper.make_node("Relu", ["x"], ["z"], name="relu_1"),
+                          helper.make_node("Relu", ["y"], ["z"], name="relu_2")])
+    save(f"{root}/duplicate_output", model_of(g))
+    yield "duplicate_output", 2, r"node 'relu_2' \(Relu\): output 'z' is already defined", []
+
+    save(f"{root}/opset_too_new", model_of(tiny_graph(), [helper.make_opsetid("", 99)]))
+    yield "opset_too_new", 2, r"opset 99 is outside the supported range", []
+
+    save(f"{root}/deep_subgraphs", nested_if(20))
+    yield "deep_subgraphs", 2, r"(nested deeper|nested too deeply|nested deeper than)", []
+
+    g = tiny_graph(nodes=[helper.make_node("FrobnicateNd", ["x", "y"], ["z"], name="mystery")])
+    save(f"{root}/unknown_op", model_of(g))
+    yield "unknown_op", 2, r"node 'mystery' \(FrobnicateNd\): op 'FrobnicateNd' is not supported", []
+
+    g = tiny_graph(outputs=[helper.make_tensor_value_info("nowhere", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/output_never_produced", model_of(g))
+    yield "output_never_produced", 2, r"output 'nowhere' is never produced", []
+
+    g = tiny_graph(nodes=[helper.make_node("Transpose", ["x"], ["z"], name="transpose_bad", perm=[0, 5])],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])])
+    save(f"{root}/bad_perm", model_of(g))
+    yield "bad_perm", 2, r"node 'transpose_bad' \(Transpose\).*perm", []
+
+    g = tiny_graph(nodes=[helper.make_node("Concat", ["x", "y"], ["z"], name="concat_bad", axis=7)])
+    save(f"{root}/bad_axis", model_of(g))
+    yield "bad_axis", 2, r"node 'concat_bad' \(Concat\).*axis", []
+
+    g = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("y", TensorProto.INT64, [2, 3])])
+    save(f"{root}/mixed_dtypes", model_of(g))
+    yield "mixed_dtypes", 2, r"node 'add_0' \(Add\).*different types", []
+
+    g = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])])
+    save(f"{root}/broadcast_mismatch", model_of(g))
+    yield "broadcast_mismatch", 2, r"node 'add_0' \(Add\).*cannot be broadcast", []
+
+    # Nesting bomb: a graph attribute inside a graph attribute ... past protobuf's recursion limit.
+    save(f"{root}/protobuf_nesting", nesting_bomb(400))
+    yield "protobuf_nesting", 2, r"(nested deeper|not a valid ONNX protobuf)", []
+
+    # Bad user input rather than a bad model.
+    save(f"{root}/input_wrong_shape", model_of(tiny_graph()))
+    np.save(f"{root}/input_wrong_shape/x.npy", np.ones((3, 3), np.float32))
+    yield "input_wrong_shape", 2, r"input 'x'.*expects", ["--input", f"x={root}/input_wrong_shape/x.npy"]
+
+    save(f"{root}/input_object_npy", model_of(tiny_graph()))
+    np.save(f"{root}/input_object_npy/x.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    yield "input_object_npy", 2, r"object arrays are not supported", ["--input", f"x={root}/input_object_npy/x.npy"]
+
+    save(f"{root}/unknown_flag", model_of(tiny_graph()))
+    yield "unknown_flag", 2, r"unknown flag '--frobnicate'", ["--frobnicate"]
+
+
+if __name__ == "__main__":
+    for c in cases(sys.argv[1]):
+        print(c[0])
