@@ -80,6 +80,11 @@ Expected<InferenceResult> infer_graph_types(ir::Graph& g,
       auto kv = result.known_values.find(in);
       in_values.push_back(kv != result.known_values.end() ? &kv->second : nullptr);
     }
+    // An input whose type is unknown until run time (e.g. an untyped If output):
+    // leave this node's outputs unknown; the executor infers them from real values.
+    bool input_unknown = false;
+    for (const ir::ValueType* t : in_types) input_unknown |= t && t->kind == ir::ValueType::Kind::kUnknown;
+    if (input_unknown) continue;
     InferContext ctx(node, in_types, in_values);
     PG_RETURN_IF_ERROR(schema->infer(ctx));
     for (size_t i = 0; i < node.outputs.size(); ++i) {
