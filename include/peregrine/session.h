@@ -20,6 +20,7 @@ struct Model;
 struct ValueType;
 }  // namespace ir
 class GraphExecutor;
+struct NodeTiming;
 
 struct SessionOptions {
   int num_threads = 1;  // worker threads for kernels that parallelize
@@ -46,9 +47,12 @@ class Session {
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
   const ir::Model& model() const { return *model_; }
+  const SessionOptions& options() const { return options_; }
 
   // Inputs by name (all graph inputs required); outputs in graph order.
-  Expected<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs);
+  // With `timings`, records each top-level node's start and duration (the profiler).
+  Expected<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs,
+                                                 std::vector<NodeTiming>* timings = nullptr);
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
 
  private:

@@ -88,14 +88,16 @@ Status infer_gemm(InferContext& ctx) {
   if (ctx.has_input(2)) {
     const ir::ValueType& c = ctx.input_type(2);
     if (c.has_shape) {
-      if (c.rank() > 2) return ctx.error("input 'C' has rank " + std::to_string(c.rank()) +
-                                         ", expected at most 2");
+      if (c.rank() > 2)
+        return ctx.error("input '" + ctx.node().inputs[2] + "' (C) has rank " +
+                         std::to_string(c.rank()) + ", expected at most 2");
       // C broadcasts one way, to (M, N).
       Shape target{m, n};
       for (size_t i = 0; i < c.dims.size(); ++i) {
         int64_t cd = c.dims[c.dims.size() - 1 - i], td = target[1 - i];
         if (cd >= 0 && td >= 0 && cd != 1 && cd != td)
-          return ctx.error("input 'C' of shape " + shape_to_string(c.dims) +
+          return ctx.error("input '" + ctx.node().inputs[2] + "' (C) of shape " +
+                           shape_to_string(c.dims) +
                            " cannot be broadcast to " + std::to_string(m) + "x" +
                            std::to_string(n));
       }

@@ -59,7 +59,7 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
 }
 
 Expected<std::vector<RuntimeValue>> Session::run_values(
-    const std::map<std::string, RuntimeValue>& inputs) {
+    const std::map<std::string, RuntimeValue>& inputs, std::vector<NodeTiming>* timings) {
   for (const auto& info : inputs_) {
     auto it = inputs.find(info.name);
     if (it == inputs.end()) return invalid_input("input '" + info.name + "' was not given");
@@ -84,7 +84,7 @@ Expected<std::vector<RuntimeValue>> Session::run_values(
     for (const auto& info : inputs_) known |= info.name == name;
     if (!known) return invalid_input("'" + name + "' is not an input of the model");
   }
-  return executor_->run(inputs, nullptr);
+  return executor_->run(inputs, nullptr, timings);
 }
 
 Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {

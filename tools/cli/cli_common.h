@@ -50,5 +50,10 @@ int print_error(const Status& st);  // prints "error: ..." and returns the exit 
 
 int cmd_run(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_profile(int argc, char** argv);
+int cmd_machine(int argc, char** argv);
+int cmd_runs(int argc, char** argv);
+int cmd_compare(int argc, char** argv);
 
 }  // namespace peregrine::cli

@@ -108,7 +108,8 @@ Status multinomial_kernel(KernelContext& ctx) {
     }
   }
   if (out.dtype() == DType::kInt32) {
-    for (int64_t i = 0; i < out.numel(); ++i) out.data<int32_t>()[i] = static_cast<int32_t>(drawn[i]);
+    int32_t* o = out.data<int32_t>();
+    for (int64_t i = 0; i < out.numel(); ++i) o[i] = static_cast<int32_t>(drawn[i]);
   } else {
     for (int64_t i = 0; i < out.numel(); ++i) out.data<int64_t>()[i] = drawn[i];
   }
@@ -124,7 +125,8 @@ Status bernoulli_kernel(KernelContext& ctx) {
     for (int64_t i = 0; i < x.numel(); ++i) probs[i] = static_cast<double>(p[i]);
   }));
   for (double p : probs)
-    if (!(p >= 0 && p <= 1)) return ctx.error("probability " + std::to_string(p) + " is not in [0, 1]");
+    if (!(p >= 0 && p <= 1))
+      return ctx.error("probability " + std::to_string(p) + " is not in [0, 1]");
   Tensor& out = ctx.output(0);
   return visit_numeric_or_bool(out.dtype(), [&]<typename T>() {
     T* o = out.data<T>();

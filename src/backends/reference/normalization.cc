@@ -95,7 +95,10 @@ Status batch_norm_kernel(KernelContext& ctx) {
         for (int64_t s = 0; s < stat_inner; ++s) sum += xs[offset(b, g, s)];
       double mu = count > 0 ? sum / count : 0, sq = 0;
       for (int64_t b = 0; b < n; ++b)
-        for (int64_t s = 0; s < stat_inner; ++s) sq += (xs[offset(b, g, s)] - mu) * (xs[offset(b, g, s)] - mu);
+        for (int64_t s = 0; s < stat_inner; ++s) {
+          double d = xs[offset(b, g, s)] - mu;
+          sq += d * d;
+        }
       batch_mean[g] = mu;
       batch_var[g] = count > 0 ? sq / count : 0;
     }
