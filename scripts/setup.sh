@@ -4,7 +4,7 @@
 set -euo pipefail
 
 APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache)
-PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6)
+PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.23.2)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
