@@ -1,0 +1,77 @@
+// Core types: narrow floats, checked arithmetic, tensors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/checked_math.h"
+#include "core/tensor.h"
+
+namespace peregrine {
+namespace {
+
+TEST(Float16, ExactValuesRoundTrip) {
+  for (float f : {0.f, 1.f, -2.f, 0.5f, 65504.f, -65504.f, 6.103515625e-05f})
+    EXPECT_EQ(static_cast<float>(Float16(f)), f) << f;
+}
+
+TEST(Float16, RoundsToNearestEven) {
+  // 1 + 2^-11 is halfway between 1 and the next half (1 + 2^-10): ties go to even (1).
+  EXPECT_EQ(static_cast<float>(Float16(1.f + std::ldexp(1.f, -11))), 1.f);
+  // 1 + 3*2^-11 is halfway between 1+2^-10 and 1+2^-9: ties go to even (1+2^-9).
+  EXPECT_EQ(static_cast<float>(Float16(1.f + 3 * std::ldexp(1.f, -11))), 1.f + std::ldexp(1.f, -9));
+}
+
+TEST(Float16, OverflowSubnormalAndNan) {
+  EXPECT_TRUE(std::isinf(static_cast<float>(Float16(70000.f))));
+  EXPECT_EQ(static_cast<float>(Float16(std::ldexp(1.f, -24))), std::ldexp(1.f, -24));  // smallest subnormal
+  EXPECT_EQ(static_cast<float>(Float16(std::ldexp(1.f, -26))), 0.f);
+  EXPECT_TRUE(std::isnan(static_cast<float>(Float16(std::nanf("")))));
+  EXPECT_EQ(Float16(-0.f).bits, 0x8000);
+}
+
+TEST(BFloat16, RoundTripAndRounding) {
+  EXPECT_EQ(static_cast<float>(BFloat16(1.f)), 1.f);
+  EXPECT_EQ(static_cast<float>(BFloat16(-3.5f)), -3.5f);
+  EXPECT_EQ(static_cast<float>(BFloat16(1.f + std::ldexp(1.f, -8))), 1.f);  // tie to even
+  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::nanf("")))));
+}
+
+TEST(CheckedMath, DetectsOverflow) {
+  EXPECT_FALSE(checked_mul(int64_t{1} << 40, int64_t{1} << 40).has_value());
+  EXPECT_EQ(*checked_mul(6, 7), 42);
+  EXPECT_FALSE(checked_add(std::numeric_limits<int64_t>::max(), 1).has_value());
+  std::vector<int64_t> dims{1 << 20, 1 << 20, 1 << 20, 1 << 20};
+  EXPECT_FALSE(checked_product(dims).has_value());
+  std::vector<int64_t> negative{2, -1};
+  EXPECT_FALSE(checked_product(negative).has_value());
+}
+
+TEST(Tensor, MakeRejectsHugeShapes) {
+  auto t = Tensor::make(DType::kFloat32, {int64_t{1} << 33, 4});
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_NE(t.status().message().find("limit"), std::string::npos);
+}
+
+TEST(Tensor, ZeroFilledAlignedAndShared) {
+  Tensor t = Tensor::zeros(DType::kFloat32, {3, 5});
+  EXPECT_EQ(t.numel(), 15);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+  for (int64_t i = 0; i < 15; ++i) EXPECT_EQ(t.data<float>()[i], 0.f);
+  Tensor alias = t.reshaped({15});
+  alias.data<float>()[4] = 2.f;
+  EXPECT_EQ(t.data<float>()[4], 2.f);  // reshaped shares the buffer
+  Tensor copy = t.clone();
+  copy.data<float>()[4] = 3.f;
+  EXPECT_EQ(t.data<float>()[4], 2.f);  // clone does not
+}
+
+TEST(Tensor, EmptyTensorIsValid) {
+  Tensor t = Tensor::zeros(DType::kInt64, {0, 7});
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.nbytes(), 0u);
+  EXPECT_NE(t.raw(), nullptr);
+}
+
+}  // namespace
+}  // namespace peregrine
