@@ -24,6 +24,9 @@ robustness: build
 
 conformance: build
 	$(BUILD)/bin/peregrine_conformance --expected-failures tests/conformance/expected_failures.txt
+	@echo "models exported by torch.onnx.export (onnx's pytorch-converted and pytorch-operator suites):"
+	$(BUILD)/bin/peregrine_conformance --suite pytorch-converted
+	$(BUILD)/bin/peregrine_conformance --suite pytorch-operator
 
 test: unit robustness conformance
 

@@ -1,6 +1,7 @@
 // One recorded bench or profile run, as stored in the experiment store.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@ struct NodeMetrics {
   double time_ms = 0;    // median over the profiled runs
   double flops = 0;
   double bytes = 0;
+  double time_iqr_ms = 0;  // interquartile range of the node's time; 0 when not measured
 };
 
 struct RunRecord {

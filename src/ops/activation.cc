@@ -20,7 +20,12 @@ Status infer_prelu(InferContext& ctx) {
   PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));
   PG_RETURN_IF_ERROR(require_same_class_inputs(ctx, 0, 2, TypeClass::kNumeric));
   const ir::ValueType& x = ctx.input_type(0);
-  const ir::ValueType& slope = ctx.input_type(1);
+  ir::ValueType slope = ctx.input_type(1);
+  // Before opset 7 a 1-D slope of C values applied per channel (axis 1), not numpy-style.
+  if (ctx.opset() < 7 && x.has_shape && slope.has_shape && slope.rank() == 1 && x.rank() > 2 &&
+      slope.dims[0] == x.dims[1] && slope.dims[0] != 1) {
+    slope.dims.resize(static_cast<size_t>(x.rank() - 1), 1);
+  }
   if (x.has_shape && slope.has_shape) {
     auto out = broadcast_shapes(x.dims, slope.dims);
     if (!out.is_ok()) return ctx.error(out.status().message());

@@ -3,6 +3,7 @@
 // the roofs of every roofline.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,18 +23,51 @@ struct MachineCeilings {
   std::map<std::string, std::vector<double>> bandwidth_gbps;
   // Cache-level read bandwidth (GB/s, 1 thread) where measured: "L1", "L2", "L3".
   std::map<std::string, double> cache_read_gbps;
+  // Cache sizes the cache-level buffers were sized from ("L1", "L2", "L3" -> bytes) and
+  // the size of the DRAM working set; informational.
+  std::map<std::string, double> cache_bytes;
+  double dram_buffer_bytes = 0;
+  std::string measured_at;  // ISO 8601 UTC
 
   // The roofs a run with `threads` threads sees: best ISA level's peak and triad bandwidth.
+  // `threads` is clamped to 1..logical_cores; 0 when nothing was measured.
   double peak_gflops_at(int threads) const;
   double bandwidth_gbps_at(int threads) const;
+  // The level with the highest 1-thread peak (the widest one on a tie); "" when none.
   std::string best_isa() const;
+};
+
+// What the CPU says about itself (cheap: reads /proc and /sys, measures nothing).
+struct CpuInfo {
+  std::string model;                      // "Intel(R) Xeon(R) ..." or "unknown"
+  std::vector<std::string> flags;         // sorted ISA flags from /proc/cpuinfo
+  int logical_cores = 1;
+  std::vector<std::string> isa_levels;    // what this binary can run here, narrowest first
+  size_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // 0 when unknown
+};
+CpuInfo detect_cpu();
+// FNV-1a of model, flags (order-insensitive) and core count, as 16 hex digits.
+std::string machine_fingerprint(const std::string& cpu_model, std::vector<std::string> flags,
+                                int logical_cores);
+
+// Knobs of one measurement; the defaults take a few seconds on a 2..16-core machine.
+struct MeasureOptions {
+  double seconds_per_point = 0.02;  // FLOP/s time per (ISA, thread count)
+  size_t dram_bytes = 0;            // 0: max(256 MiB, 4 x L3), capped at 1/4 of RAM
+  int max_threads = 0;              // 0: all logical cores
+  bool cache_levels = true;
 };
 
 // Cached ceilings if present for this machine, else measures (seconds) and caches.
 // `force` re-measures. The cache lives in `cache_dir` (default ~/.peregrine).
 Expected<MachineCeilings> load_or_measure_ceilings(bool force = false, const std::string& cache_dir = "");
+// Only the cache: an error when this machine has not been measured yet.
+Expected<MachineCeilings> load_cached_ceilings(const std::string& cache_dir = "");
 Expected<MachineCeilings> measure_ceilings();
+Expected<MachineCeilings> measure_ceilings(const MeasureOptions& options);
 std::string ceilings_to_json(const MachineCeilings& c);
 Expected<MachineCeilings> ceilings_from_json(const std::string& json);
+// "<cache_dir or ~/.peregrine>/machine-<fingerprint>.json".
+std::string ceilings_cache_path(const std::string& cache_dir, const std::string& fingerprint);
 
 }  // namespace peregrine

@@ -35,11 +35,13 @@ struct Options {
   std::string data_dir;
   std::string expected_failures;
   std::string filter;
+  std::string suite = "node";
   bool verbose = false;
   int timeout_s = 60;
 };
 
-std::string default_data_dir() {
+// The backend test data folder of the installed onnx package.
+std::string default_data_root() {
   FILE* p = popen("python3 -c \"import onnx, os; print(os.path.dirname(onnx.__file__))\" 2>/dev/null", "r");
   if (!p) return "";
   char buf[4096] = {0};
@@ -47,7 +49,7 @@ std::string default_data_dir() {
   while (fgets(buf, sizeof buf, p)) out += buf;
   pclose(p);
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out.empty() ? "" : out + "/backend/test/data/node";
+  return out.empty() ? "" : out + "/backend/test/data";
 }
 
 double as_double(const Tensor& t, int64_t i) { return t.get_as_double(i); }
@@ -211,19 +213,28 @@ int main(int argc, char** argv) {
     if (a == "--data") opt.data_dir = next();
     else if (a == "--expected-failures") opt.expected_failures = next();
     else if (a == "--filter") opt.filter = next();
+    else if (a == "--suite") opt.suite = next();
     else if (a == "--timeout") opt.timeout_s = std::stoi(next());
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "--help" || a == "-h") {
       std::cout << "usage: peregrine_conformance [--data DIR] [--expected-failures FILE] "
-                   "[--filter SUBSTRING] [--timeout S] [-v]\n"
-                   "Runs the ONNX backend node tests; -v prints every failure with its reason.\n";
+                   "[--suite node|pytorch-converted|pytorch-operator|simple] [--filter SUBSTRING] [--timeout S] [-v]\n"
+                   "Runs the ONNX backend tests of the installed onnx package (default suite: node);\n"
+                   "-v prints every test with its result.\n";
       return 0;
     } else {
       std::cerr << "error: unknown flag '" << a << "'\n";
       return 2;
     }
   }
-  if (opt.data_dir.empty()) opt.data_dir = default_data_dir();
+  if (opt.data_dir.empty()) {
+    if (opt.suite.find('/') != std::string::npos || opt.suite.find("..") != std::string::npos) {
+      std::cerr << "error: --suite takes a folder name of the onnx test data, e.g. node\n";
+      return 2;
+    }
+    std::string root = default_data_root();
+    if (!root.empty()) opt.data_dir = root + "/" + opt.suite;
+  }
   if (opt.data_dir.empty() || !fs::is_directory(opt.data_dir)) {
     std::cerr << "error: ONNX node test data not found (install onnx==1.17.0 or pass --data)\n";
     return 2;
@@ -254,7 +265,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& n : unexpected_passes)
     std::cout << "note: " << n << " passes but is listed as an expected failure\n";
-  std::cout << "ONNX node tests (" << tests.size() << " in " << opt.data_dir << "): "
+  std::cout << "ONNX " << opt.suite << " tests (" << tests.size() << " in " << opt.data_dir << "): "
             << (tests.empty() ? 0.0 : 100.0 * passed / tests.size()) << "% pass\n";
   std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
   return failed ? 1 : 0;

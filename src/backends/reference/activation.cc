@@ -115,7 +115,14 @@ Status gelu_kernel(KernelContext& ctx) {
 // PRelu: y = x < 0 ? slope * x : x, slope broadcast to X.
 Status prelu_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const Tensor& slope = ctx.input(1);
+  Tensor slope = ctx.input(1);
+  // Before opset 7 a 1-D slope of C values applied per channel (axis 1).
+  if (ctx.opset() < 7 && slope.rank() == 1 && x.rank() > 2 && slope.dim(0) == x.dim(1) &&
+      slope.dim(0) != 1) {
+    Shape per_channel(static_cast<size_t>(x.rank() - 1), 1);
+    per_channel[0] = slope.dim(0);
+    slope = slope.reshaped(per_channel);
+  }
   Tensor& out = ctx.output(0);
   return visit_numeric(x.dtype(), [&]<typename T>() {
     map_binary<T, T, T>(x, slope, out, [](auto v, auto s) -> ComputeType<T> {

@@ -1,0 +1,115 @@
+#include "backends/cpu/thread_pool.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PEREGRINE_CPU_RELAX() _mm_pause()
+#else
+#define PEREGRINE_CPU_RELAX() ((void)0)
+#endif
+
+namespace peregrine::cpu {
+
+namespace {
+
+// Spin iterations (each a pause, ~tens of ns) before a thread sleeps: long enough to catch
+// the next kernel of a running model, short enough that an idle session sleeps quickly.
+constexpr int kSpinIterations = 20000;
+
+thread_local bool in_pool_task = false;
+
+}  // namespace
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::ensure_workers(int count) {
+  while (static_cast<int>(workers_.size()) < count) {
+    const int index = static_cast<int>(workers_.size());
+    workers_.emplace_back([this, index] { worker_loop(index); });
+  }
+}
+
+void ThreadPool::claim_tasks(int thread) {
+  const bool was_in_task = in_pool_task;
+  in_pool_task = true;
+  for (;;) {
+    const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= num_tasks_) break;
+    (*fn_)(task, thread);
+  }
+  in_pool_task = was_in_task;
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Bounded spin for the next job, then sleep.
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
+      PEREGRINE_CPU_RELAX();
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    bool participate;
+    {
+      // The job fields and the generation are read together under the lock, so a worker
+      // joins each job at most once and only the job whose fields it read.
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      if (stop_) return;
+      seen = generation_.load(std::memory_order_acquire);
+      participate = index < participants_;
+    }
+    if (!participate) continue;
+    claim_tasks(index + 1);  // thread 0 is the caller
+    if (pending_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_cv_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::run(int64_t num_tasks, int num_threads, TaskFn fn) {
+  if (num_tasks <= 0) return;
+  const int threads = static_cast<int>(std::min<int64_t>(std::max(num_threads, 1), num_tasks));
+  if (threads == 1 || in_pool_task) {
+    for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
+    return;
+  }
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  ensure_workers(threads - 1);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fn_ = &fn;
+    num_tasks_ = num_tasks;
+    participants_ = threads - 1;
+    next_task_.store(0, std::memory_order_relaxed);
+    pending_workers_.store(threads - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  claim_tasks(0);
+  // Wait for the workers: a short spin (they are usually finishing their last task), then sleep.
+  for (int i = 0; i < kSpinIterations && pending_workers_.load(std::memory_order_acquire) != 0;
+       ++i)
+    PEREGRINE_CPU_RELAX();
+  if (pending_workers_.load(std::memory_order_acquire) != 0) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [&] { return pending_workers_.load(std::memory_order_acquire) == 0; });
+  }
+}
+
+ThreadPool& cpu_thread_pool() {
+  static ThreadPool* pool = new ThreadPool();  // never destroyed: workers outlive statics
+  return *pool;
+}
+
+}  // namespace peregrine::cpu

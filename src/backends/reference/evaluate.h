@@ -1,0 +1,26 @@
+// Runs one node on the reference backend outside any plan: output types come from
+// the op's schema applied to the concrete inputs, then the reference kernel runs.
+// Used by constant folding and by fused-op reference kernels (which compose the
+// unfused ops, so a fused op computes exactly what the graph it replaced did).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/runtime_value.h"
+#include "ir/graph.h"
+
+namespace peregrine {
+
+// `inputs[i]` may be nullptr for an omitted optional input. Nodes with subgraphs
+// are not supported (there is no scope to run them in).
+Expected<std::vector<RuntimeValue>> evaluate_on_reference(
+    const ir::Node& node, const std::vector<const RuntimeValue*>& inputs);
+
+// A default-domain node for evaluate_tensor (opset 18 unless given).
+ir::Node make_eval_node(const std::string& op_type, int opset = 18);
+
+// Tensor convenience: evaluates `node` and returns its first output.
+Expected<Tensor> evaluate_tensor(const ir::Node& node, const std::vector<const Tensor*>& inputs);
+
+}  // namespace peregrine
