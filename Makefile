@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo unit conformance robustness clean
+.PHONY: all setup build test demo unit conformance robustness lab-tests clean
 
 all: build
 
@@ -28,7 +28,12 @@ conformance: build
 	$(BUILD)/bin/peregrine_conformance --suite pytorch-converted
 	$(BUILD)/bin/peregrine_conformance --suite pytorch-operator
 
-test: unit robustness conformance
+# Performance-lab scripts (model zoo, side-by-side with ONNX Runtime, profile report in
+# headless Chromium): every tests/lab/test_*.py, each taking --peregrine PATH.
+lab-tests: build
+	@set -e; for t in tests/lab/test_*.py; do echo "== $$t"; python3 $$t --peregrine $(PEREGRINE); done
+
+test: unit robustness conformance lab-tests
 
 demo: build
 	scripts/demo.sh $(PEREGRINE)

@@ -24,7 +24,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 IR_VERSION = 8  # what torch writes for opset 17
-FLOAT_MIN = float(np.finfo(np.float32).min)  # HF's additive mask value
+# Additive attention-mask value of the original BERT export. (Newer HF uses float32 min, which
+# overflows to +inf when a mask holds values other than 0/1, e.g. `peregrine run`'s random ints.)
+MASK_VALUE = -10000.0
 
 
 class Graph:
@@ -151,7 +153,7 @@ def linear(g, x, prefix, scope, d_in, d_out, std=None, output=None):
     return g.op("Add", [b, y], scope, outputs=None if output is None else [output])
 
 
-def layer_norm(g, x, prefix, scope, dim, eps=1e-12):
+def layer_norm(g, x, prefix, scope, dim, eps=1e-12, output=None):
     """LayerNorm decomposed the way pre-opset-17 torch exports it."""
     mean = g.op("ReduceMean", [x], scope, axes=[-1], keepdims=1)
     centered = g.op("Sub", [x, mean], scope)
@@ -164,7 +166,7 @@ def layer_norm(g, x, prefix, scope, dim, eps=1e-12):
                      g.rng.uniform(0.9, 1.1, dim).astype(np.float32))
     beta = g.uniform(f"{prefix}.bias", (dim,), -0.02, 0.02)
     scaled = g.op("Mul", [normed, gamma], scope)
-    return g.op("Add", [scaled, beta], scope)
+    return g.op("Add", [scaled, beta], scope, outputs=None if output is None else [output])
 
 
 def gelu(g, x, scope):
@@ -184,8 +186,10 @@ def split_heads(g, x, scope, seq, heads, head_dim, perm):
 def attention(g, query_in, kv_in, prefix, scope, d, heads, q_len, kv_len, mask=None):
     """HF-style multi-head attention: projections, Q.K^T / sqrt(d), mask Add, Softmax."""
     head_dim = d // heads
-    q = linear(g, query_in, f"{prefix}.query", f"{scope}/query", d, d)
-    k = linear(g, kv_in, f"{prefix}.key", f"{scope}/key", d, d)
+    # Q and K at twice the 1/sqrt(d) scale: scores of std ~4 give peaked, not uniform, attention.
+    qk_std = 2.0 / math.sqrt(d)
+    q = linear(g, query_in, f"{prefix}.query", f"{scope}/query", d, d, std=qk_std)
+    k = linear(g, kv_in, f"{prefix}.key", f"{scope}/key", d, d, std=qk_std)
     v = linear(g, kv_in, f"{prefix}.value", f"{scope}/value", d, d)
     qh = split_heads(g, q, scope, q_len, heads, head_dim, [0, 2, 1, 3])
     kt = split_heads(g, k, scope, kv_len, heads, head_dim, [0, 2, 3, 1])  # already K^T
@@ -201,7 +205,7 @@ def attention(g, query_in, kv_in, prefix, scope, d, heads, q_len, kv_len, mask=N
 
 
 def encoder_layer(g, x, prefix, scope, d, heads, ff, seq, mask=None, pre_norm=False,
-                  ln_eps=1e-12):
+                  ln_eps=1e-12, output=None):
     """BERT (post-norm) or ViT (pre-norm) encoder layer."""
     if pre_norm:
         h = layer_norm(g, x, f"{prefix}.layernorm_before", f"{scope}/layernorm_before", d,
@@ -226,7 +230,8 @@ def encoder_layer(g, x, prefix, scope, d, heads, ff, seq, mask=None, pre_norm=Fa
     h = gelu(g, h, f"{scope}/intermediate/intermediate_act_fn")
     h = linear(g, h, f"{prefix}.output.dense", f"{scope}/output/dense", ff, d)
     h = g.op("Add", [h, x], f"{scope}/output")
-    return layer_norm(g, h, f"{prefix}.output.LayerNorm", f"{scope}/output/LayerNorm", d, ln_eps)
+    return layer_norm(g, h, f"{prefix}.output.LayerNorm", f"{scope}/output/LayerNorm", d, ln_eps,
+                      output)
 
 
 # --- models --------------------------------------------------------------------------------
@@ -444,8 +449,7 @@ def build_vit_b16(g):
         y = encoder_layer(g, y, f"encoder.layer.{i}", f"/encoder/layer.{i}", d, heads, ff,
                           tokens, pre_norm=True)
     y = layer_norm(g, y, "layernorm", "/layernorm", d)
-    g.op("Gather", [y, g.ints(0, "")], "", outputs=["pooled"], axis=1)  # class token
-    cls = g.op("Gather", [y, g.ints(0, "/classifier")], "/classifier", axis=1)
+    cls = g.op("Gather", [y, g.ints(0, "")], "", outputs=["pooled"], axis=1)  # class token
     w = g.normal("classifier.weight", (1000, d), math.sqrt(1.0 / d))
     b = g.uniform("classifier.bias", (1000,), -0.01, 0.01)
     g.op("Gemm", [cls, w, b], "/classifier", outputs=["logits"], alpha=1.0, beta=1.0, transB=1)
@@ -464,7 +468,7 @@ def build_bert_base(g):
     m = g.op("Unsqueeze", [m, g.ints([2], s)], s)
     m = g.op("Cast", [m], s, to=TensorProto.FLOAT)
     m = g.op("Sub", [g.const(1.0, s), m], s)
-    m = g.op("Mul", [m, g.const(FLOAT_MIN, s)], s)
+    m = g.op("Mul", [m, g.const(MASK_VALUE, s)], s)
     # Embeddings: word + token type + position, then LayerNorm.
     e = "/embeddings"
     words = g.normal("embeddings.word_embeddings.weight", (vocab, d), 0.5)
@@ -480,8 +484,7 @@ def build_bert_base(g):
     y = layer_norm(g, y, "embeddings.LayerNorm", f"{e}/LayerNorm", d)
     for i in range(layers):
         y = encoder_layer(g, y, f"encoder.layer.{i}", f"/encoder/layer.{i}", d, heads, ff, seq,
-                          mask=m)
-    g.op("Identity", [y], "", outputs=["last_hidden_state"])
+                          mask=m, output="last_hidden_state" if i == layers - 1 else None)
     first = g.op("Gather", [y, g.ints(0, "/pooler")], "/pooler", axis=1)
     w = g.normal("pooler.dense.weight", (d, d), math.sqrt(1.0 / d))
     b = g.uniform("pooler.dense.bias", (d,), -0.02, 0.02)
@@ -546,10 +549,8 @@ MODELS = {
 }
 
 
-def build(name, seed=0, describe_only=False):
+def build(name, seed=0):
     """Returns the ModelProto of zoo model NAME; the same seed gives the same bytes."""
-    if describe_only:
-        return DESCRIPTIONS[name]
     # Each model draws from its own stream so its weights don't depend on the others built.
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     g = Graph(rng)
@@ -570,8 +571,16 @@ def write(model, path, overwrite):
         if overwrite:
             os.replace(tmp, path)
         else:
-            os.link(tmp, path)  # fails if PATH appeared meanwhile
-            os.unlink(tmp)
+            try:
+                os.link(tmp, path)  # fails if PATH appeared meanwhile
+            except FileExistsError:
+                raise
+            except OSError:  # no hard links on this file system
+                if os.path.exists(path):
+                    raise FileExistsError(f"'{path}' already exists")
+                os.replace(tmp, path)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -581,16 +590,19 @@ def write(model, path, overwrite):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", metavar="NAME", help="models to write ('all': every one)")
-    parser.add_argument("--out-dir", default="models/zoo", help="where NAME.onnx goes")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help="models to write ('all': every one)")
+    parser.add_argument("--out-dir", help="where NAME.onnx goes (required unless --list)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--overwrite", action="store_true", help="replace existing files")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     args = parser.parse_args(argv)
     if args.list:
-        for name, fn in MODELS.items():
-            print(f"{name:20s} {build(name, 0, describe_only=True)}")
+        for name in MODELS:
+            print(f"{name:20s} {DESCRIPTIONS[name]}")
         return 0
+    if not args.out_dir:
+        parser.error("--out-dir is required")
     names = list(MODELS) if args.names == ["all"] else args.names
     if not names:
         parser.error("name at least one model (see --list)")

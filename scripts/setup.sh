@@ -3,7 +3,8 @@
 # is present it only checks, in a second or two.
 set -euo pipefail
 
-APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache)
+# chromium: tests/lab/test_report.py renders the profile report headless.
+APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache libsqlite3-dev chromium)
 PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.23.2)
 
 missing=()

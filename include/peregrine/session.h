@@ -24,8 +24,15 @@ struct NodeTiming;
 
 struct SessionOptions {
   int num_threads = 1;  // worker threads for kernels that parallelize
+  // Kernel backends: "cpu" (optimized CPU kernels, reference for the rest) or "reference"
+  // (reference kernels only). Empty: the PEREGRINE_BACKEND environment variable, else "cpu".
+  std::string backend;
   // Overrides for input shapes (fixes symbolic dims): name -> dims.
   std::map<std::string, Shape> input_shapes;
+  // Graph optimization level: 0 none, 1 cleanup, 2 cleanup + fusion (default), 3 = 2 for now.
+  int opt_level = 2;
+  // Passes to skip by name (see src/passes/pipelines.cc).
+  std::vector<std::string> disabled_passes;
 };
 
 // One graph input or output as a user sees it.
@@ -40,7 +47,7 @@ struct IoInfo {
 class Session {
  public:
   ~Session();
-  // load -> infer shapes -> passes (none yet) -> plan -> ready to run.
+  // load -> infer shapes -> passes (options.opt_level) -> plan -> ready to run.
   static Expected<std::unique_ptr<Session>> load(const std::string& path,
                                                  const SessionOptions& options);
 

@@ -98,6 +98,14 @@ class Backend {
   // Called once per node per plan, with static input types when known.
   virtual Expected<std::unique_ptr<PreparedKernel>> prepare(
       const ir::Node& node, const std::vector<ir::ValueType>& input_types) const = 0;
+  // Like prepare(), also given the values of inputs that stay constant for the plan's life
+  // (initializers; nullptr elsewhere, same length as the node's inputs), so a backend can
+  // pack weights once. The executor calls this one; the default ignores the constants.
+  virtual Expected<std::unique_ptr<PreparedKernel>> prepare_with_constants(
+      const ir::Node& node, const std::vector<ir::ValueType>& input_types,
+      const std::vector<const Tensor*>& constant_inputs) const {
+    return prepare(node, input_types);
+  }
 };
 
 }  // namespace peregrine

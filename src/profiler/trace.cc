@@ -83,7 +83,9 @@ std::string json_string(const std::string& s) {
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
   char b[40];
-  std::snprintf(b, sizeof b, "%.10g", v);
+  // Whole numbers (FLOP and byte counts) exactly; others to 10 significant digits.
+  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) std::snprintf(b, sizeof b, "%.0f", v);
+  else std::snprintf(b, sizeof b, "%.10g", v);
   return b;
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -29,14 +30,20 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
                          (node->domain.empty() ? "" : " of domain '" + node->domain + "'") +
                          " is not supported");
     std::vector<ir::ValueType> in_types;
+    std::vector<const Tensor*> constants;  // initializers, for weight packing
     for (const auto& in : node->inputs) {
       const ir::Value* v = in.empty() ? nullptr : graph.find_value(in);
       in_types.push_back(v ? v->type : ir::ValueType{});
+      // An initializer that is also a graph input can be overridden at run time.
+      const bool constant = v && v->initializer &&
+                            std::find(graph.inputs.begin(), graph.inputs.end(), in) ==
+                                graph.inputs.end();
+      constants.push_back(constant ? &*v->initializer : nullptr);
     }
     std::unique_ptr<PreparedKernel> kernel;
     for (const Backend* b : backends) {
       if (!b->supports(*node)) continue;
-      auto k = b->prepare(*node, in_types);
+      auto k = b->prepare_with_constants(*node, in_types, constants);
       if (!k.is_ok()) return k.status();
       kernel = std::move(k).value();
       break;

@@ -1,7 +1,12 @@
 #include "peregrine/session.h"
 
+#include <cstdlib>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_features.h"
 #include "backends/reference/reference_backend.h"
 #include "importer/onnx/onnx_importer.h"
+#include "passes/pipelines.h"
 #include "runtime/executor.h"
 #include "runtime/type_inference.h"
 
@@ -23,8 +28,25 @@ IoInfo io_info(const ir::Graph& g, const std::string& name) {
   return info;
 }
 
-// Passes run here (issue: graph compiler); the hook exists so plans see the result.
-Status run_graph_passes(ir::Model&) { return Status::ok(); }
+// The backends a plan tries, in order (first that supports a node wins).
+Expected<std::vector<const Backend*>> select_backends(const SessionOptions& options) {
+  std::string name = options.backend;
+  if (name.empty()) {
+    const char* env = std::getenv("PEREGRINE_BACKEND");
+    name = env && *env ? env : "cpu";
+  }
+  if (name == "reference") return std::vector<const Backend*>{&reference_backend()};
+  if (name == "cpu") {
+    PG_RETURN_IF_ERROR(cpu::selected_isa().status());  // an invalid PEREGRINE_ISA
+    return std::vector<const Backend*>{&cpu_backend(), &reference_backend()};
+  }
+  return invalid_input("backend '" + name + "': expected cpu or reference");
+}
+
+// The graph compiler's pipeline for the chosen level; plans see the result.
+Status run_graph_passes(ir::Model& model, const SessionOptions& options) {
+  return passes::optimize_graph(model.graph, options.opt_level, options.disabled_passes);
+}
 
 }  // namespace
 
@@ -50,9 +72,9 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
     v->type = ir::ValueType::tensor(dtype, shape);
   }
   PG_RETURN_IF_ERROR(infer_graph_types(g).status());
-  PG_RETURN_IF_ERROR(run_graph_passes(*s->model_));
-  PG_ASSIGN_OR_RETURN(s->executor_,
-                      GraphExecutor::create(g, {&reference_backend()}, options.num_threads));
+  PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
+  PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
+  PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads));
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
   for (const auto& n : g.outputs) s->outputs_.push_back(io_info(g, n));
   return s;

@@ -1,14 +1,315 @@
-// peregrine bench
+// peregrine bench MODEL: how fast a model runs (trtexec-style). Session creation, first
+// run, then a warm-up and timed runs; latency percentiles, throughput, peak RSS.
+// Reading --input files and generating random inputs happen before any timing.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <sstream>
 
 #include "cli_common.h"
+#include "core/runtime_value.h"
+#include "ir/graph.h"
+#include "lab/run_record.h"
+#include "lab/stats.h"
+#include "model_inputs.h"
+#include "peregrine/session.h"
+#include "profiler/machine.h"
 
 namespace peregrine::cli {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Peak resident set size of this process so far, in MiB (Linux reports ru_maxrss in KiB).
+double peak_rss_mib() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Activation bytes, statically: the sum of the sizes of every tensor the top-level nodes
+// produce in one run (graph outputs included), from the shapes inferred at load. This is
+// the total written, not the peak live at once (there is no arena yet to ask); values whose
+// shape is not known before running are counted in `unknown`. Subgraph bodies are not counted.
+struct ActivationBytes {
+  double bytes = 0;
+  int64_t values = 0;
+  int64_t unknown = 0;
+};
+
+ActivationBytes static_activation_bytes(const ir::Graph& g) {
+  ActivationBytes a;
+  for (const auto& node : g.nodes) {
+    for (const auto& name : node->outputs) {
+      if (name.empty()) continue;
+      ++a.values;
+      const ir::Value* v = g.find_value(name);
+      if (!v || !v->type.is_static() || dtype_size(v->type.dtype) == 0) {
+        ++a.unknown;
+        continue;
+      }
+      double numel = 1;
+      for (int64_t d : v->type.dims) numel *= static_cast<double>(d);
+      a.bytes += numel * static_cast<double>(dtype_size(v->type.dtype));
+    }
+  }
+  return a;
+}
+
+std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(ch));
+      o += b;
+    } else {
+      o += ch;
+    }
+  }
+  return o + "\"";
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Everything a finished bench knows; the text and JSON output and the run record come from it.
+struct BenchResult {
+  std::string model;
+  std::string input_shapes;
+  int threads = 1;
+  double warmup_ms = 0;
+  int64_t warmup_iterations = 0;
+  double create_ms = 0;
+  double first_run_ms = 0;
+  std::vector<double> latencies_ms;
+  lab::LatencyStats latency;
+  double measured_wall_ms = 0;  // wall time of the timed loop
+  double throughput_per_s = 0;  // timed runs per second of wall time
+  double peak_rss_mb = 0;
+  ActivationBytes activations;
+};
+
+RunRecord to_run_record(const BenchResult& r, const std::string& options_json) {
+  RunRecord rec;
+  rec.kind = "bench";
+  rec.model_path = r.model;
+  rec.input_shapes = r.input_shapes;
+  rec.options_json = options_json;
+  // machine_fingerprint, timestamp, commit, build flags and SHA-256: filled by the recorder
+  // when left empty; the ceilings only if this machine has been measured (bench never measures).
+  if (auto ceilings = load_cached_ceilings(); ceilings.is_ok()) {
+    rec.machine_fingerprint = ceilings->fingerprint;
+    rec.machine_json = ceilings_to_json(*ceilings);
+  }
+  rec.metrics = {
+      {"create_ms", r.create_ms},
+      {"first_run_ms", r.first_run_ms},
+      {"latency_min_ms", r.latency.min},
+      {"latency_mean_ms", r.latency.mean},
+      {"latency_median_ms", r.latency.median},
+      {"latency_p90_ms", r.latency.p90},
+      {"latency_p95_ms", r.latency.p95},
+      {"latency_p99_ms", r.latency.p99},
+      {"latency_max_ms", r.latency.max},
+      {"latency_stddev_ms", r.latency.stddev},
+      {"throughput_per_s", r.throughput_per_s},
+      {"peak_rss_mb", r.peak_rss_mb},
+      {"activation_bytes", r.activations.bytes},
+      {"iterations", static_cast<double>(r.latency.count)},
+  };
+  rec.latencies_ms = r.latencies_ms;
+  return rec;
+}
+
+std::string result_json(const BenchResult& r) {
+  std::ostringstream o;
+  const auto& l = r.latency;
+  o << "{\"model\": " << quote(r.model) << ", \"input_shapes\": " << quote(r.input_shapes)
+    << ", \"threads\": " << r.threads << ", \"warmup_iterations\": " << r.warmup_iterations
+    << ", \"iterations\": " << l.count << ", \"create_ms\": " << number(r.create_ms)
+    << ", \"first_run_ms\": " << number(r.first_run_ms) << ", \"latency_ms\": {\"min\": "
+    << number(l.min) << ", \"mean\": " << number(l.mean) << ", \"median\": " << number(l.median)
+    << ", \"p90\": " << number(l.p90) << ", \"p95\": " << number(l.p95) << ", \"p99\": "
+    << number(l.p99) << ", \"max\": " << number(l.max) << ", \"stddev\": " << number(l.stddev)
+    << "}, \"throughput_per_s\": " << number(r.throughput_per_s)
+    << ", \"peak_rss_mb\": " << number(r.peak_rss_mb)
+    << ", \"activation_bytes\": " << static_cast<int64_t>(r.activations.bytes)
+    << ", \"activation_bytes_method\": "
+    << quote("sum of every node output of one run, from inferred static shapes (not peak live)")
+    << ", \"activation_values\": " << r.activations.values
+    << ", \"activation_values_unknown_size\": " << r.activations.unknown << "}\n";
+  return o.str();
+}
+
+void print_text(const BenchResult& r) {
+  const auto& l = r.latency;
+  std::printf("model:           %s\n", r.model.c_str());
+  std::printf("inputs:          %s\n", r.input_shapes.empty() ? "(none)" : r.input_shapes.c_str());
+  std::printf("threads:         %d\n", r.threads);
+  std::printf("session create:  %.3f ms\n", r.create_ms);
+  std::printf("first run:       %.3f ms\n", r.first_run_ms);
+  std::printf("warm-up:         %lld runs\n", static_cast<long long>(r.warmup_iterations));
+  std::printf("timed runs:      %lld in %.1f ms\n", static_cast<long long>(l.count), r.measured_wall_ms);
+  std::printf("latency (ms):    min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  "
+              "max %.3f  (stddev %.3f)\n",
+              l.min, l.mean, l.median, l.p90, l.p95, l.p99, l.max, l.stddev);
+  std::printf("throughput:      %.2f runs/s\n", r.throughput_per_s);
+  std::printf("peak RSS:        %.1f MiB\n", r.peak_rss_mb);
+  std::printf("activations:     %.2f MB written per run (sum of node outputs from static shapes; "
+              "not peak live)",
+              r.activations.bytes / 1e6);
+  if (r.activations.unknown > 0)
+    std::printf(", %lld of %lld values of unknown size not counted",
+                static_cast<long long>(r.activations.unknown), static_cast<long long>(r.activations.values));
+  std::printf("\n");
+}
+
+}  // namespace
+
 int cmd_bench(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  return print_error(unsupported("peregrine bench is not implemented yet"));
+  Args args("bench", "MODEL [options]");
+  add_model_input_flags(&args);
+  args.flag("seed", "seed of the random inputs (default: 0)");
+  args.flag("threads", "worker threads (default: 1)");
+  args.flag("warmup-ms", "warm up for at least this long before timing, first run included "
+                         "(default: 200)");
+  args.flag("iterations", "timed runs (exclusive with --duration-s)");
+  args.flag("duration-s", "time runs for at least this long, at least 3 runs (default: 3)");
+  args.toggle("json", "print one JSON object instead of text");
+  // record: the experiment-store flags (--db, --no-record) go here.
+  Status st = args.parse(argc, argv);
+  if (!st.is_ok()) return print_error(st);
+  if (args.help_requested()) {
+    std::fputs(args.help_text().c_str(), stdout);
+    return 0;
+  }
+  if (args.positional().size() != 1)
+    return print_error(invalid_input("peregrine bench: expected exactly one MODEL argument"));
+
+  SessionOptions options;
+  std::map<std::string, Tensor> given;
+  st = parse_model_input_flags(args, &options, &given);
+  if (!st.is_ok()) return print_error(st);
+  uint64_t seed = 0;
+  if (args.has("seed")) {
+    auto v = parse_int(args.get("seed"), "seed");
+    if (!v.is_ok()) return print_error(v.status());
+    seed = static_cast<uint64_t>(*v);
+  }
+  if (args.has("threads")) {
+    auto v = parse_int(args.get("threads"), "threads");
+    if (!v.is_ok()) return print_error(v.status());
+    if (*v < 1 || *v > 1024) return print_error(invalid_input("--threads must be in 1..1024"));
+    options.num_threads = static_cast<int>(*v);
+  }
+  double warmup_ms = 200;
+  if (args.has("warmup-ms")) {
+    auto v = parse_int(args.get("warmup-ms"), "warmup-ms");
+    if (!v.is_ok()) return print_error(v.status());
+    if (*v < 0 || *v > 3600 * 1000) return print_error(invalid_input("--warmup-ms must be in 0..3600000"));
+    warmup_ms = static_cast<double>(*v);
+  }
+  if (args.has("iterations") && args.has("duration-s"))
+    return print_error(invalid_input("--iterations and --duration-s are exclusive; give one"));
+  int64_t iterations = 0;  // 0: run for `duration_s`
+  double duration_s = 3;
+  if (args.has("iterations")) {
+    auto v = parse_int(args.get("iterations"), "iterations");
+    if (!v.is_ok()) return print_error(v.status());
+    if (*v < 1 || *v > 100000000) return print_error(invalid_input("--iterations must be in 1..100000000"));
+    iterations = *v;
+  }
+  if (args.has("duration-s")) {
+    const std::string text = args.get("duration-s");
+    char* end = nullptr;
+    duration_s = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(duration_s > 0) || duration_s > 86400)
+      return print_error(invalid_input("--duration-s: expected seconds in (0, 86400], got '" + text + "'"));
+  }
+
+  BenchResult r;
+  r.model = args.positional()[0];
+  r.threads = options.num_threads;
+  r.warmup_ms = warmup_ms;
+
+  auto t_create = Clock::now();
+  auto session = Session::load(r.model, options);
+  r.create_ms = ms_since(t_create);
+  if (!session.is_ok()) return print_error(session.status());
+  Session& s = **session;
+
+  auto inputs = make_model_inputs(s, given, seed);
+  if (!inputs.is_ok()) return print_error(inputs.status());
+  r.input_shapes = describe_input_shapes(*inputs);
+  // The timed calls take RuntimeValues directly, so no per-run conversion is measured.
+  std::map<std::string, RuntimeValue> values;
+  for (const auto& [name, t] : *inputs) values[name] = RuntimeValue::of(t);
+  given.clear();
+
+  auto t_first = Clock::now();
+  auto first = s.run_values(values);
+  r.first_run_ms = ms_since(t_first);
+  if (!first.is_ok()) return print_error(first.status());
+  r.activations = static_activation_bytes(s.model().graph);
+
+  // Warm-up: the first run counts toward it.
+  double warmed_ms = r.first_run_ms;
+  while (warmed_ms < warmup_ms) {
+    auto t0 = Clock::now();
+    auto out = s.run_values(values);
+    if (!out.is_ok()) return print_error(out.status());
+    warmed_ms += ms_since(t0);
+    ++r.warmup_iterations;
+  }
+
+  const int64_t min_duration_runs = 3;
+  auto t_loop = Clock::now();
+  for (int64_t i = 0;; ++i) {
+    if (iterations > 0 ? i >= iterations
+                       : (i >= min_duration_runs && ms_since(t_loop) >= duration_s * 1000))
+      break;
+    auto t0 = Clock::now();
+    auto out = s.run_values(values);
+    double ms = ms_since(t0);
+    if (!out.is_ok()) return print_error(out.status());
+    r.latencies_ms.push_back(ms);
+  }
+  r.measured_wall_ms = ms_since(t_loop);
+  r.latency = lab::summarize_latencies(r.latencies_ms);
+  r.throughput_per_s = r.measured_wall_ms > 0 ? r.latency.count * 1000.0 / r.measured_wall_ms : 0;
+  r.peak_rss_mb = peak_rss_mib();
+
+  std::ostringstream options_json;
+  options_json << "{\"threads\": " << r.threads << ", \"warmup_ms\": " << number(warmup_ms)
+               << ", \"iterations\": " << (iterations > 0 ? std::to_string(iterations) : "null")
+               << ", \"duration_s\": " << (iterations > 0 ? "null" : number(duration_s))
+               << ", \"seed\": " << seed << "}";
+  // The finished bench, as the experiment store records it.
+  RunRecord record = to_run_record(r, options_json.str());
+  // record: store `record` here (unless --no-record); the output below does not depend on it.
+  (void)record;
+
+  if (args.is_set("json"))
+    std::fputs(result_json(r).c_str(), stdout);
+  else
+    print_text(r);
+  return 0;
 }
 
 }  // namespace peregrine::cli

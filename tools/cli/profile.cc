@@ -1,14 +1,363 @@
-// peregrine profile
+// peregrine profile MODEL: where the time goes, node by node, against this machine's roofs.
+//
+// Runs the model `--iterations` times with per-node timing (steady_clock around each
+// kernel, in GraphExecutor::run) and as many times without, interleaved, so the cost of
+// profiling itself shows up as the difference. Per top-level node (after the graph
+// passes, so after fusion once fusion exists) it reports the median time, FLOPs and
+// bytes from the op cost model at the node's static types, the roofline numbers
+// (src/profiler/roofline.h) and a class; then totals by op type and the top bottlenecks.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <unordered_map>
 
+#include "ir/graph.h"
+#include "lab/run_record.h"
+#include "ops/op_schema.h"
+#include "peregrine/session.h"
+#include "profiler/machine.h"
+#include "profiler/report.h"
+#include "profiler/roofline.h"
+#include "profiler/trace.h"
+#include "runtime/executor.h"
 #include "cli_common.h"
+#include "model_inputs.h"
 
 namespace peregrine::cli {
 
+namespace {
+
+constexpr int kDefaultIterations = 10;
+constexpr size_t kBottleneckCount = 5;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string op_label(const ir::Node& n) { return (n.domain.empty() ? "" : n.domain + ".") + n.op_type; }
+
+// Static types of a node's inputs/outputs as the cost model wants them, and whether
+// all of them were known (otherwise FLOPs/bytes undercount).
+struct StaticTypes {
+  std::vector<ir::ValueType> inputs, outputs;
+  bool all_static = true;
+};
+
+StaticTypes static_types(const ir::Graph& g, const ir::Node& n) {
+  StaticTypes t;
+  auto collect = [&](const std::vector<std::string>& names, std::vector<ir::ValueType>* out) {
+    for (const auto& name : names) {
+      const ir::Value* v = name.empty() ? nullptr : g.find_value(name);
+      out->push_back(v ? v->type : ir::ValueType{});
+      if (!name.empty() && (!v || (v->type.is_tensor() && !v->type.is_static()))) t.all_static = false;
+    }
+  };
+  collect(n.inputs, &t.inputs);
+  collect(n.outputs, &t.outputs);
+  return t;
+}
+
+std::string types_text(const std::vector<ir::ValueType>& types, const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (i) s += ", ";
+    s += names[i].empty() ? "-" : types[i].to_string();
+  }
+  return s;
+}
+
+std::string fixed(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// Output files are the user's: refuse to replace one unless asked.
+Status check_output_path(const Args& args, const std::string& flag) {
+  if (!args.has(flag)) return Status::ok();
+  const std::string path = args.get(flag);
+  if (path.empty()) return invalid_input("--" + flag + " needs a file name");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !args.is_set("overwrite"))
+    return invalid_input("'" + path + "' already exists; pass --overwrite to replace it");
+  if (std::filesystem::is_directory(path, ec)) return invalid_input("--" + flag + ": '" + path + "' is a folder");
+  return Status::ok();
+}
+
+std::string text_report(const profiler::ProfileReport& r) {
+  std::ostringstream o;
+  const double total_us = profiler::total_node_time_us(r.nodes);
+  o << "model:      " << r.model_path << "\n";
+  o << "machine:    " << r.cpu_model << "\n";
+  o << "roofs:      peak " << fixed("%.1f", r.roofs.peak_gflops) << " GFLOP/s (" << r.isa << "), bandwidth "
+    << fixed("%.1f", r.roofs.bandwidth_gbps) << " GB/s, ridge " << fixed("%.2f", profiler::ridge_intensity(r.roofs))
+    << " FLOP/B at " << r.threads << " thread(s)\n";
+  o << "latency:    median " << fixed("%.3f", r.latency_median_ms) << " ms with per-node timing, "
+    << fixed("%.3f", r.latency_untimed_median_ms) << " ms without (" << r.iterations << " runs each)\n";
+  o << "node time:  " << fixed("%.3f", total_us / 1e3) << " ms over " << r.nodes.size() << " nodes\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-4s %-28s %-14s %10s %6s %10s %9s %9s %8s %9s %7s  %s\n", "#", "node",
+                "op", "median_us", "%time", "MFLOP", "GFLOP/s", "GB/s", "FLOP/B", "roof", "%roof", "class");
+  o << line;
+  for (const auto& n : r.nodes) {
+    const auto& p = n.roof;
+    std::string name = n.name.size() > 28 ? n.name.substr(0, 25) + "..." : n.name;
+    std::string op = n.op_type.size() > 14 ? n.op_type.substr(0, 11) + "..." : n.op_type;
+    std::snprintf(line, sizeof line, "%-4zu %-28s %-14s %10.1f %6.1f %10.3f %9.3f %9.3f %8.3g %9.2f %7.1f  %s%s\n",
+                  n.index, name.c_str(), op.c_str(), n.median_us, total_us > 0 ? 100 * n.median_us / total_us : 0,
+                  p.flops / 1e6, p.achieved_gflops, p.achieved_gbps, p.intensity, p.bound_gflops,
+                  p.percent_of_bound, profiler::bound_class_name(p.bound_class), n.cost_known ? "" : " (cost partial)");
+    o << line;
+  }
+  o << "\nby op type:\n";
+  for (const auto& t : r.op_totals) {
+    std::snprintf(line, sizeof line, "  %-22s %4d nodes %12.3f ms %6.1f%% %12.3f GFLOP %10.3f MB\n",
+                  t.op_type.c_str(), t.count, t.time_us / 1e3, t.percent_of_nodes, t.flops / 1e9, t.bytes / 1e6);
+    o << line;
+  }
+  o << "\ntop bottlenecks:\n";
+  for (size_t k = 0; k < r.bottlenecks.size(); ++k) {
+    const auto& n = r.nodes[r.bottlenecks[k]];
+    o << "  " << k + 1 << ". " << n.name << " (" << n.op_type << ", " << fixed("%.1f", n.median_us) << " us, "
+      << fixed("%.1f", total_us > 0 ? 100 * n.median_us / total_us : 0) << "%): " << n.reason << "\n";
+  }
+  return o.str();
+}
+
+std::string json_report(const profiler::ProfileReport& r, double overhead_percent) {
+  std::ostringstream o;
+  o << "{\"model\": " << profiler::json_string(r.model_path) << ", \"threads\": " << r.threads
+    << ", \"iterations\": " << r.iterations << ", \"machine\": {\"cpu_model\": " << profiler::json_string(r.cpu_model)
+    << ", \"isa\": " << profiler::json_string(r.isa) << ", \"peak_gflops\": " << profiler::json_number(r.roofs.peak_gflops)
+    << ", \"bandwidth_gbps\": " << profiler::json_number(r.roofs.bandwidth_gbps)
+    << ", \"ridge_flops_per_byte\": " << profiler::json_number(profiler::ridge_intensity(r.roofs)) << "}"
+    << ", \"latency_median_ms\": " << profiler::json_number(r.latency_median_ms)
+    << ", \"latency_untimed_median_ms\": " << profiler::json_number(r.latency_untimed_median_ms)
+    << ", \"profiling_overhead_percent\": " << profiler::json_number(overhead_percent)
+    << ", \"node_time_ms\": " << profiler::json_number(profiler::total_node_time_us(r.nodes) / 1e3) << ", \"nodes\": [";
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const auto& n = r.nodes[i];
+    const auto& p = n.roof;
+    o << (i ? ",\n  " : "\n  ") << "{\"index\": " << n.index << ", \"name\": " << profiler::json_string(n.name)
+      << ", \"op_type\": " << profiler::json_string(n.op_type) << ", \"kernel\": " << profiler::json_string(n.kernel)
+      << ", \"inputs\": " << profiler::json_string(n.input_shapes) << ", \"outputs\": " << profiler::json_string(n.output_shapes)
+      << ", \"median_us\": " << profiler::json_number(n.median_us) << ", \"min_us\": " << profiler::json_number(n.min_us)
+      << ", \"flops\": " << profiler::json_number(p.flops) << ", \"bytes\": " << profiler::json_number(p.bytes)
+      << ", \"cost_known\": " << (n.cost_known ? "true" : "false")
+      << ", \"gflops\": " << profiler::json_number(p.achieved_gflops) << ", \"gbps\": " << profiler::json_number(p.achieved_gbps)
+      << ", \"intensity\": " << profiler::json_number(p.intensity) << ", \"roof_gflops\": " << profiler::json_number(p.bound_gflops)
+      << ", \"percent_of_roof\": " << profiler::json_number(p.percent_of_bound)
+      << ", \"class\": " << profiler::json_string(profiler::bound_class_name(p.bound_class)) << "}";
+  }
+  o << "],\n \"op_types\": [";
+  for (size_t i = 0; i < r.op_totals.size(); ++i) {
+    const auto& t = r.op_totals[i];
+    o << (i ? ", " : "") << "{\"op_type\": " << profiler::json_string(t.op_type) << ", \"count\": " << t.count
+      << ", \"time_ms\": " << profiler::json_number(t.time_us / 1e3) << ", \"percent\": " << profiler::json_number(t.percent_of_nodes)
+      << ", \"flops\": " << profiler::json_number(t.flops) << ", \"bytes\": " << profiler::json_number(t.bytes) << "}";
+  }
+  o << "],\n \"bottlenecks\": [";
+  for (size_t k = 0; k < r.bottlenecks.size(); ++k) {
+    const auto& n = r.nodes[r.bottlenecks[k]];
+    o << (k ? ", " : "") << "{\"index\": " << n.index << ", \"name\": " << profiler::json_string(n.name)
+      << ", \"reason\": " << profiler::json_string(n.reason) << "}";
+  }
+  o << "]}\n";
+  return o.str();
+}
+
+}  // namespace
+
 int cmd_profile(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  return print_error(unsupported("peregrine profile is not implemented yet"));
+  Args args("profile", "MODEL [options]");
+  add_model_input_flags(&args);
+  args.flag("threads", "worker threads (default: 1)");
+  args.flag("iterations", "profiled runs (default: 10); as many untimed runs are interleaved");
+  args.flag("trace", "write a Chrome trace (JSON, loads in Perfetto) of the profiled runs to FILE");
+  args.flag("report", "write a self-contained HTML report (roofline, op breakdown, table) to FILE");
+  args.toggle("json", "print one JSON object instead of text");
+  args.toggle("overwrite", "replace --trace / --report files that already exist");
+  Status st = args.parse(argc, argv);
+  if (!st.is_ok()) return print_error(st);
+  if (args.help_requested()) {
+    std::fputs(args.help_text().c_str(), stdout);
+    return 0;
+  }
+  if (args.positional().size() != 1)
+    return print_error(invalid_input("peregrine profile: expected exactly one MODEL argument"));
+  const std::string model_path = args.positional()[0];
+
+  SessionOptions options;
+  std::map<std::string, Tensor> given;  // --input files are read here, before any timing
+  st = parse_model_input_flags(args, &options, &given);
+  if (!st.is_ok()) return print_error(st);
+  if (args.has("threads")) {
+    auto v = parse_int(args.get("threads"), "threads");
+    if (!v.is_ok()) return print_error(v.status());
+    if (*v < 1 || *v > 1024) return print_error(invalid_input("--threads must be in 1..1024"));
+    options.num_threads = static_cast<int>(*v);
+  }
+  int iterations = kDefaultIterations;
+  if (args.has("iterations")) {
+    auto v = parse_int(args.get("iterations"), "iterations");
+    if (!v.is_ok()) return print_error(v.status());
+    if (*v < 1 || *v > 1000000) return print_error(invalid_input("--iterations must be in 1..1000000"));
+    iterations = static_cast<int>(*v);
+  }
+  for (const char* flag : {"trace", "report"}) {
+    Status out = check_output_path(args, flag);
+    if (!out.is_ok()) return print_error(out);
+  }
+  auto session = Session::load(model_path, options);
+  if (!session.is_ok()) return print_error(session.status());
+  // Inputs are made before any timed region.
+  auto tensors = make_model_inputs(**session, given, /*seed=*/0);
+  if (!tensors.is_ok()) return print_error(tensors.status());
+  std::map<std::string, RuntimeValue> inputs;
+  for (auto& [name, t] : *tensors) inputs[name] = RuntimeValue::of(std::move(t));
+
+  auto ceilings = load_or_measure_ceilings();
+  if (!ceilings.is_ok()) return print_error(ceilings.status().with_context("machine ceilings"));
+  profiler::Roofs roofs{ceilings->peak_gflops_at(options.num_threads),
+                        ceilings->bandwidth_gbps_at(options.num_threads)};
+
+  const ir::Graph& graph = (*session)->model().graph;
+  std::unordered_map<const ir::Node*, size_t> node_index;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) node_index[graph.nodes[i].get()] = i;
+
+  // Warm-up (first-touch allocation, caches), then interleaved untimed / timed runs;
+  // alternating which goes first keeps drift from favouring either.
+  {
+    auto warm = (*session)->run_values(inputs);
+    if (!warm.is_ok()) return print_error(warm.status());
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto origin = Clock::now();
+  const int64_t pid = profiler::current_process_id(), tid = profiler::current_thread_id();
+  std::vector<std::vector<double>> node_samples_us(graph.nodes.size());
+  std::vector<std::string> node_kernel(graph.nodes.size());
+  std::vector<double> timed_ms, untimed_ms;
+  std::vector<NodeTiming> timings;
+  struct RunSpan { double start_us, dur_us; };
+  std::vector<RunSpan> run_spans;
+  std::vector<std::pair<size_t, RunSpan>> node_spans;  // (node index, span) for the trace
+  const auto micros = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  for (int it = 0; it < iterations; ++it) {
+    for (int half = 0; half < 2; ++half) {
+      const bool timed = (half == 0) == (it % 2 == 1);
+      timings.clear();
+      const auto start = Clock::now();
+      auto out = (*session)->run_values(inputs, timed ? &timings : nullptr);
+      const auto end = Clock::now();
+      if (!out.is_ok()) return print_error(out.status());
+      (timed ? timed_ms : untimed_ms).push_back(micros(end - start) / 1e3);
+      if (!timed) continue;
+      const double run_start_us = micros(start - origin);
+      run_spans.push_back({run_start_us, micros(end - start)});
+      for (const NodeTiming& t : timings) {
+        auto found = node_index.find(t.node);
+        if (found == node_index.end()) continue;  // not a top-level node
+        node_samples_us[found->second].push_back(t.duration_us);
+        node_kernel[found->second] = t.kernel;
+        node_spans.push_back({found->second, {run_start_us + t.start_us, t.duration_us}});
+      }
+    }
+  }
+
+  // Per-node results.
+  const SchemaRegistry& schemas = SchemaRegistry::global();
+  profiler::ProfileReport report;
+  report.model_path = model_path;
+  report.cpu_model = ceilings->cpu_model;
+  report.isa = ceilings->best_isa();
+  report.threads = options.num_threads;
+  report.iterations = iterations;
+  report.roofs = roofs;
+  report.latency_median_ms = median(timed_ms);
+  report.latency_untimed_median_ms = median(untimed_ms);
+  std::vector<StaticTypes> types(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& node = *graph.nodes[i];
+    if (node_samples_us[i].empty()) continue;  // never ran: nothing to profile
+    types[i] = static_types(graph, node);
+    OpCost cost;
+    const OpSchema* schema = schemas.find(node.domain, node.op_type);
+    if (schema && schema->cost) cost = schema->cost(node, types[i].inputs, types[i].outputs);
+    else cost = default_cost(types[i].inputs, types[i].outputs);
+    profiler::NodeProfile n;
+    n.index = i;
+    n.name = node.name;
+    n.op_type = op_label(node);
+    n.kernel = node_kernel[i];
+    n.input_shapes = types_text(types[i].inputs, node.inputs);
+    n.output_shapes = types_text(types[i].outputs, node.outputs);
+    n.median_us = median(node_samples_us[i]);
+    n.min_us = *std::min_element(node_samples_us[i].begin(), node_samples_us[i].end());
+    n.cost_known = types[i].all_static;
+    n.roof = profiler::analyze(cost.flops, cost.bytes_read + cost.bytes_written, n.median_us / 1e6, roofs);
+    n.reason = profiler::bottleneck_reason(n.roof, roofs);
+    report.nodes.push_back(std::move(n));
+  }
+  report.op_totals = profiler::totals_by_op_type(report.nodes);
+  std::vector<size_t> worst = profiler::top_bottlenecks(report.nodes, kBottleneckCount);
+  report.bottlenecks = worst;
+  const double overhead_percent =
+      report.latency_untimed_median_ms > 0
+          ? 100 * (report.latency_median_ms - report.latency_untimed_median_ms) / report.latency_untimed_median_ms
+          : 0;
+
+  if (args.has("trace")) {
+    profiler::Trace trace;
+    trace.pid = pid;
+    trace.process_name = "peregrine profile " + model_path;
+    trace.threads.push_back({tid, "executor"});
+    std::unordered_map<size_t, const profiler::NodeProfile*> by_index;
+    for (const auto& n : report.nodes) by_index[n.index] = &n;
+    for (size_t k = 0; k < run_spans.size(); ++k)
+      trace.events.push_back({"run " + std::to_string(k), "run", run_spans[k].start_us, run_spans[k].dur_us, pid,
+                              tid, {{"iteration", std::to_string(k)}}});
+    for (const auto& [i, span] : node_spans) {
+      const profiler::NodeProfile& n = *by_index.at(i);
+      trace.events.push_back({n.name.empty() ? n.op_type : n.name, "node", span.start_us, span.dur_us, pid, tid,
+                              {{"op_type", profiler::json_string(n.op_type)},
+                               {"kernel", profiler::json_string(n.kernel)},
+                               {"inputs", profiler::json_string(n.input_shapes)},
+                               {"outputs", profiler::json_string(n.output_shapes)},
+                               {"flops", profiler::json_number(n.roof.flops)},
+                               {"bytes", profiler::json_number(n.roof.bytes)}}});
+    }
+    trace.metadata = {{"model", profiler::json_string(model_path)},
+                      {"threads", std::to_string(options.num_threads)},
+                      {"iterations", std::to_string(iterations)},
+                      {"cpu_model", profiler::json_string(ceilings->cpu_model)}};
+    Status w = profiler::write_text_file_atomically(args.get("trace"), profiler::trace_to_json(trace));
+    if (!w.is_ok()) return print_error(w);
+  }
+  if (args.has("report")) {
+    Status w = profiler::write_text_file_atomically(args.get("report"), profiler::render_html_report(report));
+    if (!w.is_ok()) return print_error(w);
+  }
+
+  // record: the experiment store (another part of the lab) takes these per-node metrics,
+  // plus timed_ms / untimed_ms as the run's latencies, into a RunRecord of kind "profile".
+  std::vector<NodeMetrics> node_metrics;
+  for (const auto& n : report.nodes)
+    node_metrics.push_back({n.name, n.op_type, n.median_us / 1e3, n.roof.flops, n.roof.bytes});
+  (void)node_metrics;
+
+  const std::string out = args.is_set("json") ? json_report(report, overhead_percent) : text_report(report);
+  std::fputs(out.c_str(), stdout);
+  if (!args.is_set("json")) {
+    for (const char* flag : {"trace", "report"})
+      if (args.has(flag)) std::printf("wrote %s\n", args.get(flag).c_str());
+  }
+  return 0;
 }
 
 }  // namespace peregrine::cli

@@ -28,6 +28,7 @@ void register_training_kernels(KernelRegistry& r);
 void register_ml_kernels(KernelRegistry& r);
 void register_control_flow_kernels(KernelRegistry& r);
 void register_generator_kernels(KernelRegistry& r);
+void register_fused_kernels(KernelRegistry& r);
 
 inline void register_all_reference_kernels(KernelRegistry& r) {
   register_elementwise_kernels(r);
@@ -53,6 +54,7 @@ inline void register_all_reference_kernels(KernelRegistry& r) {
   register_ml_kernels(r);
   register_control_flow_kernels(r);
   register_generator_kernels(r);
+  register_fused_kernels(r);  // last: builds on the families above
 }
 
 }  // namespace peregrine

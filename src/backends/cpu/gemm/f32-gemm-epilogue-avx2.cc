@@ -1,0 +1,11 @@
+// The GEMM epilogue compiled with avx2 flags (see gemm/epilogue_impl.h).
+#include "backends/cpu/gemm/epilogue_impl.h"
+
+namespace peregrine::cpu::avx2 {
+
+void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                             size_t col0, const GemmEpilogue& ep) {
+  apply_epilogue(c, ldc, rows, cols, row0, col0, ep);
+}
+
+}  // namespace peregrine::cpu::avx2

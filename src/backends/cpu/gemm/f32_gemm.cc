@@ -1,0 +1,256 @@
+#include "backends/cpu/gemm/f32_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backends/cpu/gemm/epilogue_impl.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace peregrine::cpu {
+
+namespace avx2 {
+void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                             size_t col0, const GemmEpilogue& ep);
+}  // namespace avx2
+namespace avx512 {
+void f32_gemm_epilogue__avx512(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                               size_t col0, const GemmEpilogue& ep);
+}  // namespace avx512
+
+namespace {
+
+void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                               size_t col0, const GemmEpilogue& ep) {
+  apply_epilogue(c, ldc, rows, cols, row0, col0, ep);
+}
+
+// The per-ISA table. KC * (MR + NR) * 4 bytes of micro-panels fit L1 (32 KiB); MC * KC * 4
+// fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block.
+const GemmKernelInfo kKernels[] = {
+    {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
+     f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024},
+    {Isa::kAvx2, "f32_gemm_ukernel_6x16__avx2", avx2::f32_gemm_ukernel_6x16__avx2,
+     avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144, 2048},
+    {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
+     avx512::f32_gemm_epilogue__avx512, 14, 32, 256, 140, 2048},
+};
+
+constexpr size_t kAlign = 64;
+
+float* aligned_floats(size_t count) {
+  const size_t bytes = std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
+  void* p = std::aligned_alloc(kAlign, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<float*>(p);
+}
+
+// A per-thread buffer that only grows: no allocation once a run has seen its sizes.
+class ScratchBuffer {
+ public:
+  ~ScratchBuffer() { std::free(data_); }
+  float* get(size_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      data_ = aligned_floats(count);
+      capacity_ = count;
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+struct GemmScratch {
+  ScratchBuffer a, b;
+  alignas(64) float tile[16 * 32];  // an MR x NR edge tile (largest MR*NR in kKernels)
+};
+
+GemmScratch& thread_scratch() {
+  thread_local GemmScratch scratch;
+  return scratch;
+}
+
+// Packs A(i0 : i0 + mc, p0 : p0 + kc) into MR-row panels of (kc, MR), zero rows past mc.
+void pack_a_block(MatrixView a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, int mr,
+                  float* dst) {
+  for (int64_t ir = 0; ir < mc; ir += mr, dst += kc * mr) {
+    const int64_t rows = std::min<int64_t>(mr, mc - ir);
+    if (rows < mr) std::memset(dst, 0, sizeof(float) * static_cast<size_t>(kc * mr));
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* src = a.data + (i0 + ir + i) * a.rs + p0 * a.cs;
+      for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p * a.cs];
+    }
+  }
+}
+
+// Packs B(p0 : p0 + kc, j0 : j0 + nc) into NR-column panels of (kc, NR), each `panel_stride`
+// apart, zero columns past nc.
+void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, int nr,
+                  int64_t panel_stride, float* dst) {
+  for (int64_t jr = 0; jr < nc; jr += nr, dst += panel_stride) {
+    const int64_t cols = std::min<int64_t>(nr, nc - jr);
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = b.data + (p0 + p) * b.rs + (j0 + jr) * b.cs;
+      float* out = dst + p * nr;
+      if (b.cs == 1) {
+        std::memcpy(out, src, sizeof(float) * static_cast<size_t>(cols));
+      } else {
+        for (int64_t j = 0; j < cols; ++j) out[j] = src[j * b.cs];
+      }
+      for (int64_t j = cols; j < nr; ++j) out[j] = 0.0f;
+    }
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+}  // namespace
+
+const GemmKernelInfo* f32_gemm_kernel_for(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  for (const auto& k : kKernels)
+    if (k.isa == isa) return &k;
+  return nullptr;
+}
+
+const GemmKernelInfo& f32_gemm_kernel() {
+  const Expected<Isa>& isa = selected_isa();
+  const GemmKernelInfo* k = f32_gemm_kernel_for(isa.is_ok() ? isa.value() : cpu_features().best_isa());
+  return k ? *k : kKernels[0];
+}
+
+void PackedMatrix::Free::operator()(float* p) const { std::free(p); }
+
+PackedMatrix PackedMatrix::pack_a(const GemmKernelInfo& kernel, MatrixView a, int64_t m,
+                                  int64_t k) {
+  PackedMatrix pm;
+  pm.is_a_ = true;
+  pm.rows_ = m;
+  pm.cols_ = k;
+  pm.width_ = kernel.mr;
+  pm.kernel_ = &kernel;
+  pm.panel_stride_ = k * kernel.mr;
+  const int64_t panels = ceil_div(m, kernel.mr);
+  pm.data_.reset(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
+  if (panels > 0 && k > 0) pack_a_block(a, 0, 0, m, k, kernel.mr, pm.data_.get());
+  return pm;
+}
+
+PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, int64_t k,
+                                  int64_t n) {
+  PackedMatrix pm;
+  pm.is_a_ = false;
+  pm.rows_ = k;
+  pm.cols_ = n;
+  pm.width_ = kernel.nr;
+  pm.kernel_ = &kernel;
+  pm.panel_stride_ = k * kernel.nr;
+  const int64_t panels = ceil_div(n, kernel.nr);
+  pm.data_.reset(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
+  if (panels > 0 && k > 0) pack_b_block(b, 0, 0, k, n, kernel.nr, pm.panel_stride_, pm.data_.get());
+  return pm;
+}
+
+void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+              const GemmOperand& b, float* c, int64_t ldc, float alpha, float beta,
+              const GemmEpilogue& ep, int num_threads) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    if (!ep.empty())
+      kernel.epilogue(c, static_cast<size_t>(ldc), static_cast<size_t>(m), static_cast<size_t>(n),
+                      0, 0, ep);
+    return;
+  }
+  const int mr = kernel.mr, nr = kernel.nr;
+  num_threads = std::max(1, num_threads);
+
+  // Macro-tile sizes: the cache blocks, shrunk (in whole register tiles) until every thread
+  // has at least one tile.
+  int64_t mc = kernel.mc, nc = kernel.nc;
+  int64_t tiles_m = ceil_div(m, mc);
+  if (tiles_m < num_threads) {
+    const int64_t tiles_n = ceil_div(num_threads, tiles_m);
+    nc = std::min<int64_t>(nc, round_up(ceil_div(n, tiles_n), nr));
+    if (tiles_m * ceil_div(n, nc) < num_threads)
+      mc = std::min<int64_t>(mc, round_up(ceil_div(m, num_threads), mr));
+    tiles_m = ceil_div(m, mc);
+  }
+  const int64_t tiles_n = ceil_div(n, nc);
+  const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
+
+  auto task = [&](int64_t t, int) {
+    const int64_t i0 = (t % tiles_m) * mc, j0 = (t / tiles_m) * nc;
+    const int64_t mcur = std::min(mc, m - i0), ncur = std::min(nc, n - j0);
+    GemmScratch& scratch = thread_scratch();
+    float* a_buf = a.packed ? nullptr : scratch.a.get(static_cast<size_t>(round_up(mcur, mr) * kc_max));
+    float* b_buf = b.packed ? nullptr : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
+    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
+      const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
+      // B panels (kc, NR) for columns j0 : j0 + ncur.
+      const float* b_panels;
+      int64_t b_stride;
+      if (b.packed) {
+        b_panels = b.packed->panel(j0 / nr, p0);
+        b_stride = b.packed->panel_stride();
+      } else {
+        b_stride = kc * nr;
+        pack_b_block(b.view, p0, j0, kc, ncur, nr, b_stride, b_buf);
+        b_panels = b_buf;
+      }
+      // A panels (kc, MR) for rows i0 : i0 + mcur.
+      const float* a_panels;
+      int64_t a_stride;
+      if (a.packed) {
+        a_panels = a.packed->panel(i0 / mr, p0);
+        a_stride = a.packed->panel_stride();
+      } else {
+        a_stride = kc * mr;
+        pack_a_block(a.view, i0, p0, mcur, kc, mr, a_buf);
+        a_panels = a_buf;
+      }
+      const float beta_block = p0 == 0 ? beta : 1.0f;
+      const bool last = p0 + kc == k;
+      for (int64_t jr = 0; jr < ncur; jr += nr) {
+        const int64_t ncols = std::min<int64_t>(nr, ncur - jr);
+        const float* bp = b_panels + (jr / nr) * b_stride;
+        for (int64_t ir = 0; ir < mcur; ir += mr) {
+          const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
+          const float* ap = a_panels + (ir / mr) * a_stride;
+          float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
+          if (nrows == mr && ncols == nr) {
+            kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
+                           beta_block);
+          } else {
+            // Edge: the full tile goes to scratch, the valid part is merged into C.
+            float* tile = scratch.tile;
+            kernel.ukernel(static_cast<size_t>(kc), ap, bp, tile, static_cast<size_t>(nr), alpha,
+                           0.0f);
+            for (int64_t i = 0; i < nrows; ++i) {
+              float* crow = ct + i * ldc;
+              const float* trow = tile + i * nr;
+              if (beta_block == 0.0f) {
+                for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j];
+              } else {
+                for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j] + beta_block * crow[j];
+              }
+            }
+          }
+          if (last && !ep.empty())
+            kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
+                            static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
+                            static_cast<size_t>(j0 + jr), ep);
+        }
+      }
+    }
+  };
+  cpu_thread_pool().parallel_for(tiles_m * tiles_n, num_threads, task);
+}
+
+}  // namespace peregrine::cpu

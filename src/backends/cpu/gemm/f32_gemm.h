@@ -1,0 +1,116 @@
+// f32 GEMM, BLIS-style:  C(M, N) = epilogue(alpha * op(A)(M, K) * op(B)(K, N) + beta * C)
+//
+// Loops (assumptions: row-major C with row stride ldc; A and B any strides or pre-packed):
+//   tasks over macro-tiles (M by mc) x (N by nc), spread over the thread pool; per task:
+//     pc: K by KC      pack B(kc, nc) into NR-column panels (unless pre-packed)
+//                      pack A(mc, kc) into MR-row panels (unless pre-packed)
+//       jr: nc by NR
+//         ir: mc by MR   micro-kernel on an MR x NR tile; edge tiles via a temporary tile;
+//                        after the last pc block the epilogue runs on the tile while it is hot.
+// beta == 0 never reads C. The micro-kernel, MR/NR and block sizes come from one per-ISA
+// table (GemmKernelInfo).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/ukernels/f32_gemm_ukernels.h"
+
+namespace peregrine::cpu {
+
+enum class Activation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kSilu, kHardSwish, kGelu };
+
+// Applied to each output element once its full K sum is known, in this order:
+//   v = alpha * sum + beta * C;  v += bias;  v += residual;  C = activation(v)
+struct GemmEpilogue {
+  enum class Bias { kNone, kPerRow, kPerColumn };
+  Bias bias_kind = Bias::kNone;
+  const float* bias = nullptr;      // M values (per row) or N values (per column)
+  const float* residual = nullptr;  // (M, N) with row stride ldr; may alias nothing in C
+  int64_t ldr = 0;
+  Activation activation = Activation::kNone;
+  float act_alpha = 0.0f;  // Clip: min; LeakyRelu: slope
+  float act_beta = 0.0f;   // Clip: max
+  bool empty() const {
+    return bias_kind == Bias::kNone && residual == nullptr && activation == Activation::kNone;
+  }
+};
+
+// Applies `ep` to the tile c(rows, cols) (row stride ldc) that sits at (row0, col0) of C.
+using F32GemmEpilogueFn = void (*)(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                                   size_t col0, const GemmEpilogue& ep);
+
+// One ISA's GEMM: micro-kernel, register tile and cache blocking.
+struct GemmKernelInfo {
+  Isa isa;
+  const char* name;  // "f32_gemm_ukernel_6x16__avx2"
+  F32GemmUkernelFn ukernel;
+  F32GemmEpilogueFn epilogue;
+  int mr, nr;  // register tile
+  int kc;      // K block: one A and one B micro-panel stay in L1
+  int mc;      // M block (multiple of mr): the packed A block stays in L2
+  int nc;      // N block (multiple of nr): the packed B block stays in L3
+};
+
+// The table entry for `isa`, or nullptr when this CPU cannot run it.
+const GemmKernelInfo* f32_gemm_kernel_for(Isa isa);
+// The entry for selected_isa() (the best level when PEREGRINE_ISA is invalid).
+const GemmKernelInfo& f32_gemm_kernel();
+
+// Element (r, c) of a matrix is data[r * rs + c * cs].
+struct MatrixView {
+  const float* data = nullptr;
+  int64_t rs = 0, cs = 0;
+};
+
+// An operand packed once (weights): A as MR-row panels, B as NR-column panels, each panel
+// spanning the full K so any K block of it is contiguous.
+//   packed A: ceil(M / MR) panels of (K, MR); rows past M are zero.
+//   packed B: ceil(N / NR) panels of (K, NR); columns past N are zero. 64-byte aligned.
+class PackedMatrix {
+ public:
+  static PackedMatrix pack_a(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k);
+  static PackedMatrix pack_b(const GemmKernelInfo& kernel, MatrixView b, int64_t k, int64_t n);
+
+  bool is_a() const { return is_a_; }
+  int64_t rows() const { return rows_; }  // M for A, K for B
+  int64_t cols() const { return cols_; }  // K for A, N for B
+  int width() const { return width_; }    // MR for A, NR for B
+  // Panel `index` starting at row (B) / column (A) p of K.
+  const float* panel(int64_t index, int64_t p) const {
+    return data_.get() + index * panel_stride_ + p * width_;
+  }
+  int64_t panel_stride() const { return panel_stride_; }
+  const GemmKernelInfo* kernel() const { return kernel_; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  bool is_a_ = false;
+  int64_t rows_ = 0, cols_ = 0, panel_stride_ = 0;
+  int width_ = 0;
+  const GemmKernelInfo* kernel_ = nullptr;
+  std::unique_ptr<float[], Free> data_;
+};
+
+// A GEMM operand: a strided view, or a matrix packed for the same kernel.
+struct GemmOperand {
+  MatrixView view;
+  const PackedMatrix* packed = nullptr;
+  static GemmOperand of(const float* data, int64_t rs, int64_t cs) {
+    return GemmOperand{MatrixView{data, rs, cs}, nullptr};
+  }
+  static GemmOperand of(const PackedMatrix& p) { return GemmOperand{MatrixView{}, &p}; }
+};
+
+// C = epilogue(alpha * A * B + beta * C) for A (m, k), B (k, n), C (m, n) with row stride ldc,
+// on exactly min(num_threads, tasks) threads of cpu_thread_pool(). Packed operands must come
+// from the same `kernel`. Empty m or n does nothing; k == 0 gives beta * C (0 for beta == 0).
+void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+              const GemmOperand& b, float* c, int64_t ldc, float alpha, float beta,
+              const GemmEpilogue& ep, int num_threads);
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,174 @@
+// CPU kernels of MatMul and Gemm (float32) on the f32_gemm driver. Constant B operands
+// (weights) are packed once at prepare time; anything else is packed per run by the driver.
+#include <algorithm>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/thread_pool.h"
+#include "backends/reference/kernel_helpers.h"
+#include "ops/matmul_util.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+// MatMul: numpy semantics. A 2-D constant B is packed once; the batch dims of A then fold
+// into M (A is contiguous), giving one GEMM of (batch * M, K) x (K, N).
+class MatMulKernel : public PreparedKernel {
+ public:
+  MatMulKernel(const GemmKernelInfo& gemm, const Tensor* constant_b) : gemm_(gemm) {
+    if (constant_b && constant_b->rank() == 2) {
+      const int64_t k = constant_b->dim(0), n = constant_b->dim(1);
+      packed_b_ = std::make_unique<PackedMatrix>(
+          PackedMatrix::pack_b(gemm, MatrixView{constant_b->data<float>(), n, 1}, k, n));
+    }
+  }
+
+  std::string name() const override { return std::string("cpu/") + gemm_.name; }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || a.rank() == 0 ||
+        b.rank() == 0)
+      return run_reference(ctx);
+    Shape a2 = a.rank() == 1 ? Shape{1, a.dim(0)} : a.shape();
+    Shape b2 = b.rank() == 1 ? Shape{b.dim(0), 1} : b.shape();
+    const int64_t m = a2[a2.size() - 2], k = a2.back(), n = b2.back();
+    if (b2[b2.size() - 2] != k)
+      return ctx.error("inner dims do not match: " + shape_to_string(a.shape()) + " x " +
+                       shape_to_string(b.shape()));
+    Tensor& out = ctx.output(0);
+    if (out.numel() == 0) return Status::ok();
+    float* po = out.data<float>();
+    const GemmEpilogue none;
+    const int threads = ctx.num_threads();
+    if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n) {
+      const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M
+      f32_gemm(gemm_, k == 0 ? out.numel() / n : rows, n, k,
+               GemmOperand::of(a.data<float>(), k, 1), GemmOperand::of(*packed_b_), po, n, 1.0f,
+               0.0f, none, threads);
+      return Status::ok();
+    }
+    Shape batch_a(a2.begin(), a2.end() - 2), batch_b(b2.begin(), b2.end() - 2);
+    const size_t batch_rank = std::max(batch_a.size(), batch_b.size());
+    Shape batch_out(out.shape().begin(), out.shape().begin() + static_cast<int64_t>(batch_rank));
+    int64_t batches = 1;
+    for (int64_t d : batch_out) batches *= d;
+    BroadcastIndexer index_a(batch_a, batch_out), index_b(batch_b, batch_out);
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    auto one = [&](int64_t batch, int gemm_threads) {
+      f32_gemm(gemm_, m, n, k, GemmOperand::of(pa + index_a(batch) * m * k, k, 1),
+               GemmOperand::of(pb + index_b(batch) * k * n, n, 1), po + batch * m * n, n, 1.0f,
+               0.0f, none, gemm_threads);
+    };
+    if (batches >= threads) {
+      // Many small products (attention heads): one thread per product.
+      auto task = [&](int64_t batch, int) { one(batch, 1); };
+      cpu_thread_pool().parallel_for(batches, threads, task);
+    } else {
+      for (int64_t batch = 0; batch < batches; ++batch) one(batch, threads);
+    }
+    return Status::ok();
+  }
+
+ private:
+  const GemmKernelInfo& gemm_;
+  std::unique_ptr<PackedMatrix> packed_b_;
+};
+
+// Gemm: Y = alpha * op(A) * op(B) + beta * C. A constant B is packed once (op applied). C of
+// shape (N) / (1, N) or (M, 1) with beta == 1 becomes the epilogue's bias; any other C is
+// broadcast into Y first and scaled by beta in the product.
+class GemmKernel : public PreparedKernel {
+ public:
+  GemmKernel(const GemmKernelInfo& gemm, bool trans_a, bool trans_b, float alpha, float beta,
+             const Tensor* constant_b)
+      : gemm_(gemm), trans_a_(trans_a), trans_b_(trans_b), alpha_(alpha), beta_(beta) {
+    if (constant_b && constant_b->rank() == 2) {
+      const int64_t rows = constant_b->dim(0), cols = constant_b->dim(1);
+      const int64_t k = trans_b ? cols : rows, n = trans_b ? rows : cols;
+      MatrixView v{constant_b->data<float>(), trans_b ? 1 : cols, trans_b ? cols : 1};
+      packed_b_ = std::make_unique<PackedMatrix>(PackedMatrix::pack_b(gemm, v, k, n));
+    }
+  }
+
+  std::string name() const override { return std::string("cpu/") + gemm_.name; }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const bool has_c = ctx.has_input(2) && beta_ != 0.0f;
+    if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || a.rank() != 2 ||
+        b.rank() != 2 || (has_c && ctx.input(2).dtype() != DType::kFloat32))
+      return run_reference(ctx);
+    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t n = trans_b_ ? b.dim(0) : b.dim(1);
+    if ((trans_b_ ? b.dim(1) : b.dim(0)) != k) return ctx.error("inner dims of A and B differ");
+    const Shape mn{m, n};
+    GemmEpilogue ep;
+    float beta = 0.0f;
+    Tensor& out = ctx.output(0);
+    if (out.numel() == 0) return Status::ok();
+    float* po = out.data<float>();
+    if (has_c) {
+      const Tensor& c = ctx.input(2);
+      const Shape& cs = c.shape();
+      if (cs.size() > 2) return ctx.error("C must have rank <= 2");
+      for (size_t i = 0; i < cs.size(); ++i)
+        if (cs[cs.size() - 1 - i] != 1 && cs[cs.size() - 1 - i] != mn[1 - i])
+          return ctx.error("C of shape " + shape_to_string(cs) + " cannot be broadcast to " +
+                           shape_to_string(mn));
+      const bool per_col = c.numel() == n && (cs.size() == 1 || (cs.size() == 2 && cs[0] == 1));
+      const bool per_row = cs.size() == 2 && cs[0] == m && cs[1] == 1;
+      if (beta_ == 1.0f && per_col && n > 1) {
+        ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+        ep.bias = c.data<float>();
+      } else if (beta_ == 1.0f && per_row && m > 1) {
+        ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+        ep.bias = c.data<float>();
+      } else {
+        BroadcastIndexer index_c(cs, mn);
+        const float* pc = c.data<float>();
+        for (int64_t i = 0; i < m * n; ++i) po[i] = pc[index_c(i)];
+        beta = beta_;
+      }
+    }
+    const GemmOperand op_a = GemmOperand::of(a.data<float>(), trans_a_ ? 1 : k, trans_a_ ? m : 1);
+    const bool use_packed = packed_b_ && packed_b_->rows() == k && packed_b_->cols() == n;
+    const GemmOperand op_b =
+        use_packed ? GemmOperand::of(*packed_b_)
+                   : GemmOperand::of(b.data<float>(), trans_b_ ? 1 : n, trans_b_ ? k : 1);
+    f32_gemm(gemm_, m, n, k, op_a, op_b, po, n, alpha_, beta, ep, ctx.num_threads());
+    return Status::ok();
+  }
+
+ private:
+  const GemmKernelInfo& gemm_;
+  bool trans_a_, trans_b_;
+  float alpha_, beta_;
+  std::unique_ptr<PackedMatrix> packed_b_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
+    const ir::Node& node, const std::vector<const Tensor*>& constants) {
+  const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+  return std::unique_ptr<PreparedKernel>(std::make_unique<MatMulKernel>(f32_gemm_kernel(), b));
+}
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(
+    const ir::Node& node, const std::vector<const Tensor*>& constants) {
+  ir::AttrView attrs(node);
+  PG_ASSIGN_OR_RETURN(int64_t trans_a, attrs.get_int("transA", 0));
+  PG_ASSIGN_OR_RETURN(int64_t trans_b, attrs.get_int("transB", 0));
+  PG_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.0f));
+  PG_ASSIGN_OR_RETURN(float beta, attrs.get_float("beta", 1.0f));
+  const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+  return std::unique_ptr<PreparedKernel>(std::make_unique<GemmKernel>(
+      f32_gemm_kernel(), trans_a != 0, trans_b != 0, alpha, beta, b));
+}
+
+}  // namespace peregrine::cpu

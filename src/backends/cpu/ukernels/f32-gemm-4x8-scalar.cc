@@ -1,0 +1,25 @@
+// f32 GEMM micro-kernel, portable C++: MR = 4, NR = 8 (32 accumulators the compiler may keep
+// in SSE registers). Packing and edge contract: ukernels/f32_gemm_ukernels.h.
+#include "backends/cpu/ukernels/f32_gemm_ukernels.h"
+
+namespace peregrine::cpu::scalar {
+
+void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c,
+                                  size_t ldc, float alpha, float beta) {
+  constexpr int kMr = 4, kNr = 8;
+  float acc[kMr][kNr] = {};
+  for (size_t p = 0; p < kc; ++p, a += kMr, b += kNr) {  // a: (kc, MR), b: (kc, NR)
+    for (int i = 0; i < kMr; ++i)
+      for (int j = 0; j < kNr; ++j) acc[i][j] += a[i] * b[j];
+  }
+  for (int i = 0; i < kMr; ++i) {
+    float* row = c + i * ldc;
+    if (beta == 0.0f) {
+      for (int j = 0; j < kNr; ++j) row[j] = alpha * acc[i][j];
+    } else {
+      for (int j = 0; j < kNr; ++j) row[j] = alpha * acc[i][j] + beta * row[j];
+    }
+  }
+}
+
+}  // namespace peregrine::cpu::scalar

@@ -1,0 +1,61 @@
+// f32 GEMM micro-kernel, AVX2 + FMA: MR = 6, NR = 16.
+// Registers: 12 ymm accumulators (6 rows x 2 vectors of 8), 2 for the B row, 1 broadcast of A:
+// 15 of 16. Each k step: 2 aligned loads of B, 6 broadcasts of A, 12 FMAs.
+// Packing and edge contract: ukernels/f32_gemm_ukernels.h.
+#include <immintrin.h>
+
+#include "backends/cpu/ukernels/f32_gemm_ukernels.h"
+
+namespace peregrine::cpu::avx2 {
+
+void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c,
+                                 size_t ldc, float alpha, float beta) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  for (size_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_load_ps(b);      // B(p, 0:8)
+    const __m256 b1 = _mm256_load_ps(b + 8);  // B(p, 8:16)
+    __m256 av = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+    a += 6;
+    b += 16;
+  }
+  const __m256 va = _mm256_set1_ps(alpha);
+  __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  if (beta == 0.0f) {
+    for (int i = 0; i < 6; ++i) {
+      _mm256_storeu_ps(c + i * ldc, _mm256_mul_ps(va, acc[i][0]));
+      _mm256_storeu_ps(c + i * ldc + 8, _mm256_mul_ps(va, acc[i][1]));
+    }
+  } else {
+    const __m256 vb = _mm256_set1_ps(beta);
+    for (int i = 0; i < 6; ++i) {
+      float* row = c + i * ldc;
+      _mm256_storeu_ps(row, _mm256_fmadd_ps(vb, _mm256_loadu_ps(row), _mm256_mul_ps(va, acc[i][0])));
+      _mm256_storeu_ps(row + 8,
+                       _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), _mm256_mul_ps(va, acc[i][1])));
+    }
+  }
+}
+
+}  // namespace peregrine::cpu::avx2

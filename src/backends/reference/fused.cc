@@ -1,0 +1,149 @@
+// Reference kernels of the peregrine-domain fused ops (schemas in ops/fused.cc).
+// Each runs the unfused ops it stands for through the reference kernels, so a fused
+// graph computes exactly what the original graph did: the oracle for fast kernels.
+#include <numeric>
+
+#include "backends/reference/evaluate.h"
+#include "backends/reference/kernel_list.h"
+#include "ops/op_schema.h"
+
+namespace peregrine {
+
+namespace {
+
+// Node `op_type` with the fused node's attributes minus the activation ones.
+ir::Node base_node(const ir::Node& fused, const std::string& op_type) {
+  ir::Node n = make_eval_node(op_type);
+  n.name = fused.name + "/" + op_type;
+  n.attributes = fused.attributes;
+  n.attributes.erase("activation");
+  n.attributes.erase("activation_params");
+  return n;
+}
+
+Expected<Tensor> binary(const char* op, const Tensor& a, const Tensor& b) {
+  return evaluate_tensor(make_eval_node(op), {&a, &b});
+}
+
+// act(x) for the fused node's `activation` attribute, via the ONNX ops.
+Expected<Tensor> apply_activation(const KernelContext& ctx, const Tensor& x) {
+  PG_ASSIGN_OR_RETURN(std::string act, ctx.attrs().get_string("activation", ""));
+  PG_ASSIGN_OR_RETURN(std::vector<float> params, ctx.attrs().get_floats("activation_params"));
+  if (act.empty()) return x;
+  auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
+  if (act == "SiLU") {
+    PG_ASSIGN_OR_RETURN(Tensor s, evaluate_tensor(make_eval_node("Sigmoid"), {&x}));
+    return binary("Mul", x, s);
+  }
+  if (act == "Clip") {
+    Tensor lo = Tensor::scalar<float>(param(0, -INFINITY)), hi = Tensor::scalar<float>(param(1, INFINITY));
+    return evaluate_tensor(make_eval_node("Clip"), {&x, &lo, &hi});
+  }
+  ir::Node n = make_eval_node(act == "GeluTanh" ? "Gelu" : act, 20);
+  if (act == "LeakyRelu") {
+    ir::Attribute a;
+    a.name = "alpha";
+    a.type = ir::Attribute::Type::kFloat;
+    a.f = param(0, 0.01f);
+    n.attributes["alpha"] = a;
+  }
+  if (act == "GeluTanh") {
+    ir::Attribute a;
+    a.name = "approximate";
+    a.type = ir::Attribute::Type::kString;
+    a.s = "tanh";
+    n.attributes["approximate"] = a;
+  }
+  return evaluate_tensor(n, {&x});
+}
+
+// act(base(inputs[0..n)) + Z) where Z is input n when present.
+Status fused_base_kernel(KernelContext& ctx, const char* base, size_t n) {
+  std::vector<const Tensor*> ins;
+  for (size_t i = 0; i < n && i < ctx.num_inputs(); ++i)
+    ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+  while (!ins.empty() && !ins.back()) ins.pop_back();
+  PG_ASSIGN_OR_RETURN(Tensor y, evaluate_tensor(base_node(ctx.node(), base), ins));
+  if (ctx.has_input(n)) {
+    PG_ASSIGN_OR_RETURN(y, binary("Add", y, ctx.input(n)));
+  }
+  PG_ASSIGN_OR_RETURN(Tensor out, apply_activation(ctx, y));
+  ctx.set_output(0, out);
+  return Status::ok();
+}
+
+Expected<Tensor> transpose(const Tensor& x, std::vector<int64_t> perm) {
+  ir::Node n = make_eval_node("Transpose");
+  ir::Attribute a;
+  a.name = "perm";
+  a.type = ir::Attribute::Type::kInts;
+  a.ints = std::move(perm);
+  n.attributes["perm"] = a;
+  return evaluate_tensor(n, {&x});
+}
+
+// (B, S, H*D) -> (B, H, S, D)
+Expected<Tensor> split_heads(const Tensor& x, int64_t heads) {
+  if (x.rank() != 3 || x.dim(2) % heads != 0)
+    return invalid_input("Attention: hidden size " + std::to_string(x.dim(2)) +
+                         " is not divisible by num_heads " + std::to_string(heads));
+  Tensor r = x.reshaped({x.dim(0), x.dim(1), heads, x.dim(2) / heads});
+  return transpose(r, {0, 2, 1, 3});
+}
+
+Status attention_kernel(KernelContext& ctx) {
+  PG_ASSIGN_OR_RETURN(int64_t heads, ctx.attrs().get_int("num_heads", 0));
+  PG_ASSIGN_OR_RETURN(int64_t k_transposed, ctx.attrs().get_int("k_transposed", 0));
+  PG_ASSIGN_OR_RETURN(float scale, ctx.attrs().get_float("scale", 1.0f));
+  Tensor q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
+  if (heads > 0) {
+    PG_ASSIGN_OR_RETURN(q, split_heads(q, heads));
+    PG_ASSIGN_OR_RETURN(k, split_heads(k, heads));
+    PG_ASSIGN_OR_RETURN(v, split_heads(v, heads));
+    k_transposed = 0;
+  }
+  if (!k_transposed) {
+    if (k.rank() < 2) return ctx.error("K must have rank >= 2");
+    std::vector<int64_t> perm(static_cast<size_t>(k.rank()));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    PG_ASSIGN_OR_RETURN(k, transpose(k, perm));
+  }
+  PG_ASSIGN_OR_RETURN(Tensor scores, binary("MatMul", q, k));
+  Tensor s = Tensor::scalar<float>(scale);
+  if (q.dtype() != DType::kFloat32) {
+    ir::Node cast = make_eval_node("Cast");
+    cast.attributes["to"] = ir::Attribute{};
+    cast.attributes["to"].name = "to";
+    cast.attributes["to"].i = static_cast<int64_t>(q.dtype());
+    PG_ASSIGN_OR_RETURN(s, evaluate_tensor(cast, {&s}));
+  }
+  PG_ASSIGN_OR_RETURN(scores, binary("Mul", scores, s));
+  if (ctx.has_input(3)) {
+    PG_ASSIGN_OR_RETURN(scores, binary("Add", scores, ctx.input(3)));
+  }
+  PG_ASSIGN_OR_RETURN(Tensor probs, evaluate_tensor(make_eval_node("Softmax"), {&scores}));
+  PG_ASSIGN_OR_RETURN(Tensor out, binary("MatMul", probs, v));
+  if (heads > 0) {
+    PG_ASSIGN_OR_RETURN(out, transpose(out, {0, 2, 1, 3}));
+    out = out.reshaped({out.dim(0), out.dim(1), out.dim(2) * out.dim(3)});
+  }
+  ctx.set_output(0, out);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_fused_kernels(KernelRegistry& r) {
+  r.add(kPeregrineDomain, "FusedConv", [](KernelContext& c) { return fused_base_kernel(c, "Conv", 3); });
+  r.add(kPeregrineDomain, "FusedGemm", [](KernelContext& c) { return fused_base_kernel(c, "Gemm", 3); });
+  r.add(kPeregrineDomain, "FusedMatMul",
+        [](KernelContext& c) { return fused_base_kernel(c, "MatMul", 2); });
+  r.add(kPeregrineDomain, "Attention", attention_kernel);
+  // Aliases for models whose opset predates the ONNX op: same kernel.
+  if (const KernelFn* gelu = r.find(kOnnxDomain, "Gelu")) r.add(kPeregrineDomain, "Gelu", *gelu);
+  if (const KernelFn* ln = r.find(kOnnxDomain, "LayerNormalization"))
+    r.add(kPeregrineDomain, "LayerNormalization", *ln);
+}
+
+}  // namespace peregrine

@@ -1,0 +1,125 @@
+// Schemas of the fused ops the graph compiler produces, in the `peregrine` domain.
+// Each is defined as the unfused math it replaced (see the reference kernels in
+// backends/reference/fused.cc):
+//   FusedConv(X, W, B?, Z?)   = act(Conv(X, W, B) + Z)       Conv's attributes
+//   FusedGemm(A, B, C?, Z?)   = act(Gemm(A, B, C) + Z)       Gemm's attributes
+//   FusedMatMul(A, B, Z?)     = act(MatMul(A, B) + Z)
+//     act: attribute `activation` ("" none, Relu, Sigmoid, Tanh, HardSwish, LeakyRelu
+//     [alpha], Clip [min, max], Gelu, GeluTanh, SiLU) with `activation_params`.
+//     Z (a residual or bias) broadcasts to the output without changing its shape.
+//   Attention(Q, K, V, mask?) = Softmax(Q K^T * scale + mask) V
+//     num_heads = 0: inputs already per head, (..., S, D); k_transposed = 1 means K
+//     is given as (..., D, S). num_heads = H > 0: inputs are (B, S, H*D) and are split
+//     into heads (reshape + transpose) and merged back after.
+//   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.
+// Registered after the families they build on (op_list.h lists this family last).
+#include <cmath>
+
+#include "ops/infer_helpers.h"
+#include "ops/op_list.h"
+
+namespace peregrine {
+
+namespace {
+
+const char* const kActivations[] = {"",          "Relu", "Sigmoid", "Tanh", "HardSwish",
+                                    "LeakyRelu", "Clip", "Gelu",    "GeluTanh", "SiLU"};
+
+Status check_activation(InferContext& ctx) {
+  PG_ASSIGN_OR_RETURN(std::string act, ctx.attrs().get_string("activation", ""));
+  for (const char* a : kActivations)
+    if (act == a) return Status::ok();
+  return ctx.error("unknown activation '" + act + "'");
+}
+
+// Runs `base` on the first `n` inputs, then checks the optional extra input `z`
+// broadcasts into output 0 without changing its shape.
+Status infer_base_plus_z(const InferFn& base, InferContext& ctx, size_t n) {
+  PG_RETURN_IF_ERROR(check_activation(ctx));
+  std::vector<const ir::ValueType*> types;
+  std::vector<const Tensor*> values;
+  for (size_t i = 0; i < n && i < ctx.num_inputs(); ++i) {
+    types.push_back(ctx.has_input(i) ? &ctx.input_type(i) : nullptr);
+    values.push_back(ctx.input_value(i));
+  }
+  InferContext sub(ctx.node(), types, values);
+  PG_RETURN_IF_ERROR(base(sub));
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, sub.output_types()[i]);
+  if (ctx.num_inputs() > n + 1) return ctx.error("too many inputs");
+  if (ctx.has_input(n)) {
+    PG_RETURN_IF_ERROR(require_tensor_input(ctx, n));
+    const ir::ValueType& out = sub.output_types()[0];
+    const ir::ValueType& z = ctx.input_type(n);
+    if (z.dtype != out.dtype) return ctx.error("residual input has a different type");
+    if (z.has_shape && out.has_shape) {
+      auto b = broadcast_shapes(out.dims, z.dims);
+      if (!b.is_ok() || (out.is_static() && *b != out.dims))
+        return ctx.error("residual input " + shape_to_string(z.dims) + " does not broadcast to " +
+                         shape_to_string(out.dims));
+    }
+  }
+  return Status::ok();
+}
+
+Status infer_attention(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) PG_RETURN_IF_ERROR(require_tensor_input(ctx, i));
+  const ir::ValueType& q = ctx.input_type(0);
+  const ir::ValueType& v = ctx.input_type(2);
+  if (!dtype_is_float(q.dtype)) return ctx.error("expects float inputs");
+  PG_ASSIGN_OR_RETURN(int64_t heads, ctx.attrs().get_int("num_heads", 0));
+  if (heads < 0) return ctx.error("num_heads must be >= 0");
+  if (!q.has_shape || !v.has_shape || q.dims.empty() || v.dims.empty()) {
+    ctx.set_output(0, ir::ValueType::tensor_unknown_shape(q.dtype));
+    return Status::ok();
+  }
+  if (heads > 0 && (q.dims.size() != 3 || v.dims.size() != 3))
+    return ctx.error("with num_heads, Q, K and V must be (batch, seq, hidden)");
+  Shape out = q.dims;
+  out.back() = v.dims.back();
+  ctx.set_output_tensor(0, q.dtype, out);
+  return Status::ok();
+}
+
+OpCost attention_cost(const ir::Node&, const std::vector<ir::ValueType>& in,
+                      const std::vector<ir::ValueType>& out) {
+  OpCost c = default_cost(in, out);
+  if (in.size() >= 3 && in[0].is_static() && in[1].is_static() && in[2].is_static()) {
+    double q = 1, kv_len = 1;
+    for (int64_t d : in[0].dims) q *= static_cast<double>(d);
+    kv_len = static_cast<double>(in[1].dims[in[1].dims.size() - 2]);
+    double dv = static_cast<double>(in[2].dims.back());
+    c.flops = 2 * q * kv_len + 2 * (q / static_cast<double>(in[0].dims.back())) * kv_len * dv;
+  }
+  return c;
+}
+
+}  // namespace
+
+void register_fused_schemas(SchemaRegistry& r) {
+  const OpSchema* conv = r.find(kOnnxDomain, "Conv");
+  const OpSchema* gemm = r.find(kOnnxDomain, "Gemm");
+  const OpSchema* matmul = r.find(kOnnxDomain, "MatMul");
+  const OpSchema* gelu = r.find(kOnnxDomain, "Gelu");
+  const OpSchema* layer_norm = r.find(kOnnxDomain, "LayerNormalization");
+  if (!conv || !gemm || !matmul || !gelu || !layer_norm) return;  // op_list order broken
+  InferFn conv_infer = conv->infer, gemm_infer = gemm->infer, matmul_infer = matmul->infer;
+  r.add({kPeregrineDomain, "FusedConv", 1,
+         [conv_infer](InferContext& ctx) { return infer_base_plus_z(conv_infer, ctx, 3); },
+         conv->cost});
+  r.add({kPeregrineDomain, "FusedGemm", 1,
+         [gemm_infer](InferContext& ctx) { return infer_base_plus_z(gemm_infer, ctx, 3); },
+         gemm->cost});
+  r.add({kPeregrineDomain, "FusedMatMul", 1,
+         [matmul_infer](InferContext& ctx) { return infer_base_plus_z(matmul_infer, ctx, 2); },
+         matmul->cost});
+  r.add({kPeregrineDomain, "Attention", 1, infer_attention, attention_cost});
+  OpSchema gelu_alias = *gelu;
+  gelu_alias.domain = kPeregrineDomain;
+  r.add(gelu_alias);
+  OpSchema ln_alias = *layer_norm;
+  ln_alias.domain = kPeregrineDomain;
+  ln_alias.since_version = 1;
+  r.add(ln_alias);
+}
+
+}  // namespace peregrine

@@ -1,0 +1,184 @@
+// attention_fusion
+//   Matches:  scaled dot-product attention around a Softmax over the last axis:
+//               out = MatMul(Softmax([Add(] [Div|Mul(] MatMul(Q, Kt) [, c)] [, mask)]), V)
+//             and, when present, the head split / merge around it:
+//               Q = Transpose(Reshape(q, (B, S, H, D)), (0, 2, 1, 3)), V likewise,
+//               Kt = Transpose(Reshape(k, (B, S, H, D)), (0, 2, 3, 1)),
+//               result = Reshape(Transpose(out, (0, 2, 1, 3)), (B, S, H*D)).
+//   Produces: peregrine.Attention(Q, Kt, V, mask?) with scale (1/c for Div, c for Mul)
+//             and k_transposed = 1; with the head pattern, Attention(q, k, v, mask?)
+//             with num_heads = H writing the final Reshape's output.
+//   Preconditions: float32; c is a scalar constant; every intermediate is read only by
+//             the next node of the pattern and is not a graph output; for the head
+//             form, static shapes and Reshape targets that are constants.
+#include "ops/op_schema.h"
+#include "passes/pass.h"
+#include "passes/pass_list.h"
+#include "passes/pass_util.h"
+
+namespace peregrine::passes {
+
+namespace {
+
+struct Match {
+  std::vector<std::string> inputs;  // Q, K, V, mask?
+  float scale = 1.0f;
+  int64_t num_heads = 0;
+  std::string output;
+  std::vector<ir::Node*> nodes;
+};
+
+std::vector<int64_t> perm_attr(const ir::Node* n) {
+  const ir::Attribute* p = n ? n->attribute("perm") : nullptr;
+  return p ? p->ints : std::vector<int64_t>{};
+}
+
+// x = Transpose(Reshape(src, (B, S, H, D)), perm): src and H, when single-use throughout.
+struct Split {
+  std::string src;
+  int64_t heads;
+  ir::Node* reshape;
+  ir::Node* transpose;
+};
+std::optional<Split> match_split(const ir::Graph& g, const GraphIndex& index, const std::string& x,
+                                 const std::vector<int64_t>& perm) {
+  ir::Node* t = index.producer(x);
+  if (!is_op(t, "Transpose") || perm_attr(t) != perm || !index.only_local_uses(x) ||
+      index.uses(x).size() != 1)
+    return std::nullopt;
+  ir::Node* r = index.producer(t->inputs[0]);
+  if (!is_op(r, "Reshape") || index.sole_consumer(r->outputs[0]) != t) return std::nullopt;
+  const ir::ValueType* src = float32_type(g, r->inputs[0]);
+  const ir::ValueType* split = float32_type(g, r->outputs[0]);
+  if (!src || !split || !src->is_static() || !split->is_static() || src->dims.size() != 3 ||
+      split->dims.size() != 4 || split->dims[0] != src->dims[0] || split->dims[1] != src->dims[1] ||
+      split->dims[2] * split->dims[3] != src->dims[2])
+    return std::nullopt;
+  return Split{r->inputs[0], split->dims[2], r, t};
+}
+
+std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir::Node& sm) {
+  if (!is_op(&sm, "Softmax")) return std::nullopt;
+  const ir::ValueType* st = float32_type(g, sm.outputs[0]);
+  if (!st || !st->has_shape || st->rank() < 2) return std::nullopt;
+  const ir::Attribute* axis_attr = sm.attribute("axis");
+  int64_t axis = axis_attr ? axis_attr->i : (sm.opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += st->rank();
+  if (axis != st->rank() - 1) return std::nullopt;
+  Match m;
+  ir::Node* pv = index.sole_consumer(sm.outputs[0]);
+  if (!is_op(pv, "MatMul") || pv->inputs[0] != sm.outputs[0]) return std::nullopt;
+  m.nodes = {&sm, pv};
+  std::string cur = sm.inputs[0];
+  const ir::Node* reader = &sm;  // the pattern node reading `cur`
+  std::string mask;
+  ir::Node* p = index.producer(cur);
+  if (is_op(p, "Add") && index.sole_consumer(cur) == reader) {
+    // The scores side is the one produced by a scale or the QK MatMul.
+    for (int side = 0; side < 2; ++side) {
+      ir::Node* q = index.producer(p->inputs[static_cast<size_t>(side)]);
+      if (is_op(q, "Div") || is_op(q, "Mul") || is_op(q, "MatMul")) {
+        mask = p->inputs[static_cast<size_t>(1 - side)];
+        cur = p->inputs[static_cast<size_t>(side)];
+        break;
+      }
+    }
+    if (mask.empty() || !is_float32(g, mask)) return std::nullopt;
+    m.nodes.push_back(p);
+    reader = p;
+    p = index.producer(cur);
+  }
+  if ((is_op(p, "Div") || is_op(p, "Mul")) && index.sole_consumer(cur) == reader) {
+    int c_side = is_op(p, "Mul") && scalar_constant(g, p->inputs[0]) ? 0 : 1;
+    auto c = scalar_constant(g, p->inputs[static_cast<size_t>(c_side)]);
+    if (!c || *c == 0) return std::nullopt;
+    m.scale = is_op(p, "Div") ? static_cast<float>(1.0 / *c) : static_cast<float>(*c);
+    m.nodes.push_back(p);
+    reader = p;
+    cur = p->inputs[static_cast<size_t>(1 - c_side)];
+    p = index.producer(cur);
+  }
+  if (!is_op(p, "MatMul") || index.sole_consumer(cur) != reader) return std::nullopt;
+  m.nodes.push_back(p);
+  if (!is_float32(g, p->inputs[0]) || !is_float32(g, p->inputs[1]) || !is_float32(g, pv->inputs[1]))
+    return std::nullopt;
+  // The fused op's output is Q's shape with V's last dim: no batch broadcasting.
+  const ir::ValueType* qt = float32_type(g, p->inputs[0]);
+  const ir::ValueType* vt = float32_type(g, pv->inputs[1]);
+  const ir::ValueType* ot = float32_type(g, pv->outputs[0]);
+  if (!qt->is_static() || !vt->is_static() || !ot || !ot->is_static()) return std::nullopt;
+  Shape expect = qt->dims;
+  expect.back() = vt->dims.back();
+  if (expect != ot->dims) return std::nullopt;
+  m.inputs = {p->inputs[0], p->inputs[1], pv->inputs[1]};
+  if (!mask.empty()) m.inputs.push_back(mask);
+  m.output = pv->outputs[0];
+  return m;
+}
+
+// Widens a core match to take (B, S, H*D) inputs and produce the merged output.
+void try_absorb_heads(const ir::Graph& g, const GraphIndex& index, Match* m) {
+  auto q = match_split(g, index, m->inputs[0], {0, 2, 1, 3});
+  auto k = match_split(g, index, m->inputs[1], {0, 2, 3, 1});
+  auto v = match_split(g, index, m->inputs[2], {0, 2, 1, 3});
+  if (!q || !k || !v || q->heads != k->heads || q->heads != v->heads) return;
+  ir::Node* t = index.sole_consumer(m->output);
+  if (!is_op(t, "Transpose") || perm_attr(t) != std::vector<int64_t>{0, 2, 1, 3}) return;
+  ir::Node* r = index.sole_consumer(t->outputs[0]);
+  if (!is_op(r, "Reshape") || r->inputs[0] != t->outputs[0]) return;
+  const ir::ValueType* out = float32_type(g, r->outputs[0]);
+  const ir::ValueType* qs = float32_type(g, q->src);
+  const ir::ValueType* vs = float32_type(g, v->src);
+  if (!out || !out->is_static() || out->dims.size() != 3 || out->dims[0] != qs->dims[0] ||
+      out->dims[1] != qs->dims[1] || out->dims[2] != vs->dims[2])
+    return;
+  m->inputs[0] = q->src;
+  m->inputs[1] = k->src;
+  m->inputs[2] = v->src;
+  m->num_heads = q->heads;
+  m->output = r->outputs[0];
+  m->nodes.insert(m->nodes.end(), {q->reshape, q->transpose, k->reshape, k->transpose,
+                                   v->reshape, v->transpose, t, r});
+}
+
+void rewrite(ir::Graph& g, const Match& m) {
+  ir::Node* a = add_node(g, "Attention", m.inputs, {m.output}, m.nodes[0]->name + "_attention");
+  a->domain = kPeregrineDomain;
+  a->opset = 1;
+  a->attributes["scale"] = float_attr("scale", m.scale);
+  a->attributes["num_heads"] = int_attr("num_heads", m.num_heads);
+  if (m.num_heads == 0) a->attributes["k_transposed"] = int_attr("k_transposed", 1);
+  import_peregrine_domain(g);
+  std::set<const ir::Node*> dead(m.nodes.begin(), m.nodes.end());
+  for (const ir::Node* n : m.nodes)
+    if (n->outputs[0] != m.output) g.values.erase(n->outputs[0]);
+  remove_nodes(g, dead);
+}
+
+class AttentionFusion : public Pass {
+ public:
+  const char* name() const override { return "attention_fusion"; }
+  Expected<bool> run(ir::Graph& g) override {
+    bool changed = false;
+    for (bool again = true; again;) {
+      again = false;
+      GraphIndex index(g);
+      for (auto& n : g.nodes) {
+        auto m = match_core(g, index, *n);
+        if (!m) continue;
+        try_absorb_heads(g, index, &*m);
+        rewrite(g, *m);
+        count_rewrite();
+        changed = again = true;
+        break;
+      }
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_attention_fusion() { return std::make_unique<AttentionFusion>(); }
+
+}  // namespace peregrine::passes

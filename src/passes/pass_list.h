@@ -1,0 +1,25 @@
+// Factories of every pass (one pass per file). pipelines.cc orders them into levels.
+#pragma once
+
+#include <memory>
+
+#include "passes/pass.h"
+
+namespace peregrine::passes {
+
+// Cleanup.
+std::unique_ptr<Pass> make_constant_folding();
+std::unique_ptr<Pass> make_dead_code_elimination();
+std::unique_ptr<Pass> make_common_subexpression_elimination();
+std::unique_ptr<Pass> make_remove_identity_ops();
+std::unique_ptr<Pass> make_collapse_reshape_chains();
+std::unique_ptr<Pass> make_collapse_transpose_chains();
+// Fusion.
+std::unique_ptr<Pass> make_conv_batchnorm_folding();
+std::unique_ptr<Pass> make_matmul_add_to_gemm();
+std::unique_ptr<Pass> make_fuse_activation();
+std::unique_ptr<Pass> make_layer_norm_fusion();
+std::unique_ptr<Pass> make_gelu_fusion();
+std::unique_ptr<Pass> make_attention_fusion();
+
+}  // namespace peregrine::passes

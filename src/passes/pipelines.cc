@@ -1,0 +1,88 @@
+#include "passes/pipelines.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "passes/pass_list.h"
+
+namespace peregrine::passes {
+
+namespace {
+
+using Factory = std::function<std::unique_ptr<Pass>()>;
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> kFactories = {
+      {"constant_folding", make_constant_folding},
+      {"dead_code_elimination", make_dead_code_elimination},
+      {"common_subexpression_elimination", make_common_subexpression_elimination},
+      {"remove_identity_ops", make_remove_identity_ops},
+      {"collapse_reshape_chains", make_collapse_reshape_chains},
+      {"collapse_transpose_chains", make_collapse_transpose_chains},
+      {"conv_batchnorm_folding", make_conv_batchnorm_folding},
+      {"matmul_add_to_gemm", make_matmul_add_to_gemm},
+      {"fuse_activation", make_fuse_activation},
+      {"layer_norm_fusion", make_layer_norm_fusion},
+      {"gelu_fusion", make_gelu_fusion},
+      {"attention_fusion", make_attention_fusion},
+  };
+  return kFactories;
+}
+
+// Cleanup runs twice: folding exposes identities and dead code, and those expose
+// more folding (Shape -> Gather -> Concat -> Reshape chains).
+const std::vector<std::string> kCleanup = {
+    "remove_identity_ops",  "constant_folding",          "collapse_reshape_chains",
+    "collapse_transpose_chains", "common_subexpression_elimination", "dead_code_elimination",
+    "remove_identity_ops",  "constant_folding",          "dead_code_elimination",
+};
+
+// Order matters: GELU and attention are matched before their MatMuls are fused with
+// activations; BN folds into Conv before Conv takes an activation.
+const std::vector<std::string> kFusion = {
+    "conv_batchnorm_folding", "gelu_fusion",     "layer_norm_fusion", "attention_fusion",
+    "matmul_add_to_gemm",     "fuse_activation", "dead_code_elimination",
+};
+
+}  // namespace
+
+std::vector<std::string> all_pass_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, f] : factories()) names.push_back(name);
+  return names;
+}
+
+Expected<std::vector<std::string>> pipeline_pass_names(int level,
+                                                       const std::vector<std::string>& disabled) {
+  if (level < 0 || level > 3)
+    return invalid_input("optimization level must be 0..3, got " + std::to_string(level));
+  for (const auto& d : disabled)
+    if (!factories().count(d)) {
+      std::string known;
+      for (const auto& n : all_pass_names()) known += (known.empty() ? "" : ", ") + n;
+      return invalid_input("--disable-pass: unknown pass '" + d + "' (known: " + known + ")");
+    }
+  std::vector<std::string> names;
+  if (level >= 1) names = kCleanup;
+  if (level >= 2) names.insert(names.end(), kFusion.begin(), kFusion.end());
+  std::erase_if(names, [&](const std::string& n) {
+    return std::find(disabled.begin(), disabled.end(), n) != disabled.end();
+  });
+  return names;
+}
+
+Expected<PassManager> make_pipeline(int level, const std::vector<std::string>& disabled) {
+  PG_ASSIGN_OR_RETURN(auto names, pipeline_pass_names(level, disabled));
+  PassManager pm;
+  for (const auto& n : names) pm.add(factories().at(n)());
+  return pm;
+}
+
+Status optimize_graph(ir::Graph& graph, int level, const std::vector<std::string>& disabled,
+                      std::vector<PassStats>* stats) {
+  PG_ASSIGN_OR_RETURN(PassManager pm, make_pipeline(level, disabled));
+  return pm.run(graph, stats);
+}
+
+}  // namespace peregrine::passes

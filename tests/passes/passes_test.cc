@@ -1,0 +1,416 @@
+// Pass tests: small graphs before -> after, structure asserted, numerics equal to the
+// unoptimized graph, and negative cases that must be left alone.
+#include <functional>
+
+#include "passes/pass_list.h"
+#include "passes/pass_manager.h"
+#include "passes/pipelines.h"
+#include "graph_builder.h"
+
+namespace peregrine::testing {
+namespace {
+
+using BuildFn = std::function<ir::Graph()>;
+
+// Runs `passes` (names) on a fresh graph; checks verify + numerics vs the original.
+ir::Graph optimize_and_compare(const BuildFn& build, const std::vector<std::string>& names,
+                               double tol = 1e-5) {
+  ir::Graph before = build();
+  ir::Graph after = build();
+  passes::PassManager pm;
+  for (const auto& n : names) {
+    auto all = passes::make_pipeline(2);
+    EXPECT_TRUE(all.is_ok());
+    for (auto& p : const_cast<std::vector<std::unique_ptr<passes::Pass>>&>(all->passes()))
+      if (p->name() == n) {
+        pm.add(std::move(p));
+        break;
+      }
+  }
+  EXPECT_EQ(pm.passes().size(), names.size());
+  Status st = pm.run(after);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(ir::verify_and_sort(after).is_ok());
+  expect_close(run_graph(before), run_graph(after), tol);
+  return after;
+}
+
+ir::Graph optimize_level(const BuildFn& build, int level, double tol = 1e-5) {
+  ir::Graph before = build();
+  ir::Graph after = build();
+  Status st = passes::optimize_graph(after, level);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  expect_close(run_graph(before), run_graph(after), tol);
+  return after;
+}
+
+// --- cleanup ---------------------------------------------------------------
+
+TEST(ConstantFolding, ShapeGatherConcatReshapeChain) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 4});
+    auto shape = b.op("Shape", {x});
+    auto& g0 = b.node("Gather", {shape, b.ints("i0", {0})});
+    g0.attributes["axis"] = attr_i("axis", 0);
+    auto concat_in = b.op("Unsqueeze", {b.op("Squeeze", {g0.outputs[0]}), b.ints("ax", {0})});
+    auto& cat = b.node("Concat", {concat_in, b.ints("minus1", {-1})});
+    cat.attributes["axis"] = attr_i("axis", 0);
+    b.output(b.op("Reshape", {x, cat.outputs[0]}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"constant_folding", "dead_code_elimination"});
+  EXPECT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "Reshape");
+  EXPECT_TRUE(g.is_initializer(g.nodes[0]->inputs[1]));
+}
+
+TEST(ConstantFolding, LeavesRuntimeValuesAlone) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {4});
+    b.output(b.op("Add", {b.op("Relu", {x}), b.scalar("one", 1)}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"constant_folding"});
+  EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+TEST(DeadCodeElimination, RemovesUnreadChains) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {4});
+    b.op("Exp", {b.op("Neg", {x})});  // dead
+    b.output(b.op("Relu", {x}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"dead_code_elimination"});
+  EXPECT_EQ(g.nodes.size(), 1u);
+}
+
+TEST(CommonSubexpressionElimination, MergesTwins) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {4});
+    b.output(b.op("Add", {b.op("Relu", {x}), b.op("Relu", {x})}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(
+      build, {"common_subexpression_elimination", "dead_code_elimination"});
+  EXPECT_EQ(count_op(g, "Relu"), 1);
+}
+
+TEST(CommonSubexpressionElimination, KeepsGraphOutputs) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {4});
+    b.output(b.op("Relu", {x}));
+    b.output(b.op("Relu", {x}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"common_subexpression_elimination"});
+  EXPECT_EQ(count_op(g, "Relu"), 2);
+}
+
+TEST(RemoveIdentityOps, IdentityDropoutCastReshape) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3});
+    auto y = b.op("Identity", {b.op("Relu", {x})});
+    y = b.op("Dropout", {y});
+    auto& cast = b.node("Cast", {y});
+    cast.attributes["to"] = attr_i("to", static_cast<int64_t>(DType::kFloat32));
+    y = b.op("Reshape", {cast.outputs[0], b.ints("s", {2, 3})});
+    b.output(b.op("Identity", {b.op("Exp", {y})}));  // output through Identity
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"remove_identity_ops"});
+  EXPECT_EQ(g.nodes.size(), 2u);  // Relu, Exp
+  EXPECT_EQ(g.nodes.back()->outputs[0], g.outputs[0]);
+}
+
+TEST(RemoveIdentityOps, KeepsDropoutWithMaskAndInputToOutputIdentity) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3});
+    b.output(b.op("Identity", {x}));  // graph input -> graph output: must stay
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"remove_identity_ops"});
+  EXPECT_EQ(g.nodes.size(), 1u);
+}
+
+TEST(CollapseTransposeChains, CancelsAndComposes) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 4});
+    auto& t1 = b.node("Transpose", {x});
+    t1.attributes["perm"] = attr_ints("perm", {0, 2, 1});
+    auto& t2 = b.node("Transpose", {t1.outputs[0]});
+    t2.attributes["perm"] = attr_ints("perm", {0, 2, 1});
+    auto& t3 = b.node("Transpose", {b.op("Relu", {t2.outputs[0]})});
+    t3.attributes["perm"] = attr_ints("perm", {1, 0, 2});
+    auto& t4 = b.node("Transpose", {t3.outputs[0]});
+    t4.attributes["perm"] = attr_ints("perm", {2, 1, 0});
+    b.output(t4.outputs[0]);
+    return b.build();
+  };
+  ir::Graph g =
+      optimize_and_compare(build, {"collapse_transpose_chains", "dead_code_elimination"});
+  EXPECT_EQ(count_op(g, "Transpose"), 1);
+}
+
+TEST(CollapseReshapeChains, OneReshape) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 4});
+    auto y = b.op("Reshape", {x, b.ints("s1", {6, 4})});
+    b.output(b.op("Reshape", {y, b.ints("s2", {4, -1})}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"collapse_reshape_chains", "dead_code_elimination"});
+  EXPECT_EQ(count_op(g, "Reshape"), 1);
+}
+
+// --- fusion ----------------------------------------------------------------
+
+void add_conv(GraphBuilder& b, ir::Node& conv) {
+  conv.attributes["pads"] = attr_ints("pads", {1, 1, 1, 1});
+}
+
+BuildFn conv_bn_graph(bool conv_is_output, DType dtype = DType::kFloat32) {
+  return [=] {
+    GraphBuilder b;
+    auto x = b.input("x", {1, 3, 5, 5}, dtype);
+    auto& conv = b.node("Conv", {x, b.random("w", {4, 3, 3, 3}, 1), b.random("cb", {4}, 2)});
+    add_conv(b, conv);
+    Tensor var = random_tensor({4}, 6);
+    for (int i = 0; i < 4; ++i) var.data<float>()[i] = std::fabs(var.data<float>()[i]) + 0.5f;
+    auto& bn = b.node("BatchNormalization", {conv.outputs[0], b.random("s", {4}, 3),
+                                             b.random("bb", {4}, 4), b.random("m", {4}, 5),
+                                             b.constant("v", var)});
+    b.output(b.op("Relu", {bn.outputs[0]}));
+    if (conv_is_output) b.output(conv.outputs[0]);
+    return b.build();
+  };
+}
+
+TEST(ConvBatchNormFolding, Folds) {
+  ir::Graph g = optimize_and_compare(conv_bn_graph(false), {"conv_batchnorm_folding"}, 1e-4);
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 0);
+  EXPECT_EQ(count_op(g, "Conv"), 1);
+}
+
+TEST(ConvBatchNormFolding, NotWhenConvOutputIsGraphOutput) {
+  ir::Graph g = optimize_and_compare(conv_bn_graph(true), {"conv_batchnorm_folding"});
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 1);
+}
+
+TEST(MatMulAddToGemm, TwoDimensional) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {3, 4});
+    b.output(b.op("Add", {b.op("MatMul", {x, b.random("w", {4, 5})}), b.random("bias", {5}, 2)}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"matmul_add_to_gemm"});
+  EXPECT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "Gemm");
+}
+
+TEST(MatMulAddToGemm, NotForThreeDimensionalOrSharedOutputs) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 4});
+    b.output(b.op("Add", {b.op("MatMul", {x, b.random("w", {4, 5})}), b.random("bias", {5}, 2)}));
+    auto y = b.input("y", {3, 4});
+    auto mm = b.op("MatMul", {y, b.random("w2", {4, 5})});
+    b.output(b.op("Add", {mm, b.random("bias2", {5}, 3)}));
+    b.output(b.op("Relu", {mm}));  // a second consumer
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"matmul_add_to_gemm"});
+  EXPECT_EQ(count_op(g, "Gemm"), 0);
+}
+
+BuildFn conv_residual_relu(DType dtype) {
+  return [=] {
+    GraphBuilder b;
+    auto x = b.input("x", {1, 3, 5, 5}, dtype);
+    Tensor w = random_tensor({3, 3, 3, 3}, 1, dtype);
+    auto& conv = b.node("Conv", {x, b.constant("w", w)});
+    add_conv(b, conv);
+    b.output(b.op("Relu", {b.op("Add", {conv.outputs[0], x})}));
+    return b.build();
+  };
+}
+
+TEST(FuseActivation, ConvResidualRelu) {
+  ir::Graph g = optimize_and_compare(conv_residual_relu(DType::kFloat32), {"fuse_activation"});
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "FusedConv");
+  EXPECT_EQ(g.nodes[0]->domain, "peregrine");
+  EXPECT_EQ(g.nodes[0]->inputs.size(), 4u);
+}
+
+TEST(FuseActivation, NotForFloat64) {
+  ir::Graph g = optimize_and_compare(conv_residual_relu(DType::kFloat64), {"fuse_activation"});
+  EXPECT_EQ(g.nodes.size(), 3u);
+}
+
+TEST(FuseActivation, GemmSiLUAndLeakyRelu) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {3, 4});
+    auto y = b.op("Gemm", {x, b.random("w", {4, 5}), b.random("c", {5}, 2)});
+    auto s = b.op("Mul", {y, b.op("Sigmoid", {y})});
+    auto mm = b.op("MatMul", {s, b.random("w2", {5, 2}, 3)});
+    auto& lr = b.node("LeakyRelu", {mm});
+    lr.attributes["alpha"] = attr_f("alpha", 0.2f);
+    b.output(lr.outputs[0]);
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"fuse_activation"});
+  EXPECT_EQ(count_op(g, "FusedGemm"), 1);
+  EXPECT_EQ(count_op(g, "FusedMatMul"), 1);
+  EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+TEST(FuseActivation, NotWhenIntermediateHasSecondConsumer) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {3, 4});
+    auto y = b.op("MatMul", {x, b.random("w", {4, 5})});
+    b.output(b.op("Relu", {y}));
+    b.output(b.op("Exp", {y}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"fuse_activation"});
+  EXPECT_EQ(count_op(g, "MatMul"), 1);
+}
+
+BuildFn layer_norm_graph(bool mean_is_output) {
+  return [=] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 8});
+    auto& mean = b.node("ReduceMean", {x, b.ints("axes", {-1})});
+    auto d = b.op("Sub", {x, mean.outputs[0]});
+    auto& var = b.node("ReduceMean", {b.op("Pow", {d, b.scalar("two", 2)}), b.ints("axes2", {-1})});
+    auto sd = b.op("Sqrt", {b.op("Add", {var.outputs[0], b.scalar("eps", 1e-5f)})});
+    auto n = b.op("Div", {d, sd});
+    b.output(b.op("Add", {b.op("Mul", {n, b.random("gamma", {8}, 3)}), b.random("beta", {8}, 4)}));
+    if (mean_is_output) b.output(mean.outputs[0]);
+    return b.build();
+  };
+}
+
+TEST(LayerNormFusion, Fuses) {
+  ir::Graph g = optimize_and_compare(layer_norm_graph(false), {"layer_norm_fusion"}, 1e-4);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "LayerNormalization");
+}
+
+TEST(LayerNormFusion, NotWhenIntermediateIsGraphOutput) {
+  ir::Graph g = optimize_and_compare(layer_norm_graph(true), {"layer_norm_fusion"});
+  EXPECT_EQ(count_op(g, "LayerNormalization"), 0);
+}
+
+TEST(GeluFusion, ErfAndTanhForms) {
+  auto build = [] {
+    GraphBuilder b(20);
+    auto x = b.input("x", {2, 8});
+    auto e = b.op("Erf", {b.op("Div", {x, b.scalar("sqrt2", 1.4142135f)})});
+    auto y = b.op("Mul", {b.op("Mul", {x, b.op("Add", {e, b.scalar("one", 1)})}),
+                          b.scalar("half", 0.5f)});
+    b.output(y);
+    auto cube = b.op("Mul", {b.op("Pow", {y, b.scalar("three", 3)}), b.scalar("c", 0.044715f)});
+    auto t = b.op("Tanh", {b.op("Mul", {b.op("Add", {y, cube}), b.scalar("k", 0.7978845608f)})});
+    auto half = b.op("Mul", {y, b.scalar("half2", 0.5f)});
+    b.output(b.op("Mul", {half, b.op("Add", {t, b.scalar("one2", 1)})}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"gelu_fusion"}, 1e-5);
+  EXPECT_EQ(count_op(g, "Gelu"), 2);
+  EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+TEST(GeluFusion, OldOpsetUsesPeregrineDomain) {
+  auto build = [] {
+    GraphBuilder b(13);
+    auto x = b.input("x", {2, 8});
+    auto e = b.op("Erf", {b.op("Mul", {x, b.scalar("r", 0.70710678f)})});
+    b.output(b.op("Mul", {b.op("Mul", {x, b.scalar("half", 0.5f)}),
+                          b.op("Add", {e, b.scalar("one", 1)})}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"gelu_fusion"});
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->domain, "peregrine");
+}
+
+BuildFn attention_graph(bool with_heads) {
+  return [=] {
+    GraphBuilder b;
+    const int64_t B = 2, S = 5, H = 2, D = 4;
+    auto split = [&](const std::string& name, std::vector<int64_t> perm, uint64_t seed) {
+      auto x = b.input(name, {B, S, H * D});
+      auto proj = b.op("MatMul", {x, b.random(name + "_w", {H * D, H * D}, seed)});
+      auto r = b.op("Reshape", {proj, b.ints(name + "_shape", {B, S, H, D})});
+      auto& t = b.node("Transpose", {r});
+      t.attributes["perm"] = attr_ints("perm", perm);
+      return t.outputs[0];
+    };
+    auto q = split("q", {0, 2, 1, 3}, 1), k = split("k", {0, 2, 3, 1}, 2),
+         v = split("v", {0, 2, 1, 3}, 3);
+    auto mask = b.input("mask", {B, 1, 1, S});
+    auto scores = b.op("Div", {b.op("MatMul", {q, k}), b.scalar("sqrt_d", 2.0f)});
+    auto& sm = b.node("Softmax", {b.op("Add", {scores, mask})});
+    sm.attributes["axis"] = attr_i("axis", -1);
+    auto ctx = b.op("MatMul", {sm.outputs[0], v});
+    if (!with_heads) {
+      b.output(ctx);
+      return b.build();
+    }
+    auto& t = b.node("Transpose", {ctx});
+    t.attributes["perm"] = attr_ints("perm", {0, 2, 1, 3});
+    b.output(b.op("Reshape", {t.outputs[0], b.ints("merge", {B, S, H * D})}));
+    return b.build();
+  };
+}
+
+TEST(AttentionFusion, WithHeadSplitAndMerge) {
+  ir::Graph g = optimize_and_compare(attention_graph(true), {"attention_fusion"}, 1e-5);
+  EXPECT_EQ(count_op(g, "Attention"), 1);
+  EXPECT_EQ(count_op(g, "Softmax"), 0);
+  EXPECT_EQ(count_op(g, "Transpose"), 0);
+  EXPECT_EQ(g.nodes.size(), 4u);  // three projections + attention
+}
+
+TEST(AttentionFusion, CoreOnly) {
+  ir::Graph g = optimize_and_compare(attention_graph(false), {"attention_fusion"}, 1e-5);
+  EXPECT_EQ(count_op(g, "Attention"), 1);
+  EXPECT_EQ(count_op(g, "Transpose"), 3);
+}
+
+// --- pipeline --------------------------------------------------------------
+
+TEST(Pipelines, LevelsAndDisabling) {
+  auto o0 = passes::pipeline_pass_names(0, {});
+  ASSERT_TRUE(o0.is_ok());
+  EXPECT_TRUE(o0->empty());
+  auto o2 = passes::pipeline_pass_names(2, {"fuse_activation"});
+  ASSERT_TRUE(o2.is_ok());
+  EXPECT_EQ(std::count(o2->begin(), o2->end(), "fuse_activation"), 0);
+  EXPECT_GT(std::count(o2->begin(), o2->end(), "gelu_fusion"), 0);
+  EXPECT_FALSE(passes::pipeline_pass_names(2, {"no_such_pass"}).is_ok());
+  EXPECT_FALSE(passes::pipeline_pass_names(7, {}).is_ok());
+}
+
+TEST(Pipelines, O2OnResidualBlock) {
+  ir::Graph g = optimize_level(conv_bn_graph(false), 2, 1e-4);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "FusedConv");
+}
+
+}  // namespace
+}  // namespace peregrine::testing

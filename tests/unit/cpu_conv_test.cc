@@ -1,0 +1,222 @@
+// Conv, MatMul and Gemm through the CPU backend against the reference backend, on odd
+// shapes: groups, depthwise, strides, pads, dilations, 1x1; constant and run-time weights;
+// 1, 2 and 3 threads, at every ISA level is covered by the GEMM tests (these use the selected one).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/reference/reference_backend.h"
+#include "cpu_test_util.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+#include "runtime/type_inference.h"
+
+namespace peregrine {
+namespace {
+
+using cpu::testing::random_floats;
+
+Tensor random_tensor(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::zeros(DType::kFloat32, shape);
+  std::vector<float> v = random_floats(static_cast<size_t>(t.numel()), seed);
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+ir::Attribute ints_attr(const std::string& name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::Attribute::Type::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+ir::Attribute int_attr(const std::string& name, int64_t v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::Attribute::Type::kInt;
+  a.i = v;
+  return a;
+}
+ir::Attribute float_attr(const std::string& name, float v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::Attribute::Type::kFloat;
+  a.f = v;
+  return a;
+}
+
+// A one-node graph. Inputs listed in `constant` become initializers; the rest graph inputs.
+struct OneNodeGraph {
+  ir::Graph graph;
+  std::map<std::string, RuntimeValue> feeds;
+
+  OneNodeGraph(const std::string& op, const std::vector<std::pair<std::string, Tensor>>& inputs,
+               const std::vector<bool>& constant, std::vector<ir::Attribute> attrs) {
+    graph.opsets[""] = 17;
+    auto node = std::make_unique<ir::Node>();
+    node->op_type = op;
+    node->opset = 17;
+    node->name = "n";
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto& [name, t] = inputs[i];
+      node->inputs.push_back(name);
+      ir::Value& v = graph.value(name);
+      v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
+      if (constant[i]) {
+        v.initializer = t;
+      } else {
+        graph.inputs.push_back(name);
+        feeds[name] = RuntimeValue::of(t);
+      }
+    }
+    for (auto& a : attrs) node->attributes[a.name] = a;
+    node->outputs = {"Y"};
+    graph.value("Y");
+    graph.outputs = {"Y"};
+    graph.nodes.push_back(std::move(node));
+  }
+
+  Tensor run(const Backend& backend, int threads, std::string* kernel_name) {
+    auto inferred = infer_graph_types(graph);
+    EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
+    auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
+    EXPECT_TRUE(ex.is_ok()) << ex.status().message();
+    std::vector<NodeTiming> timings;
+    auto out = ex.value()->run(feeds, nullptr, &timings);
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (kernel_name && !timings.empty()) *kernel_name = timings[0].kernel;
+    return out.value()[0].tensor;
+  }
+};
+
+void expect_close(const Tensor& got, const Tensor& want, float tol) {
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], tol) << "at " << i;
+}
+
+// Runs `g` on the CPU backend at 1..3 threads and on the reference backend; compares.
+void compare_backends(OneNodeGraph& g, float tol = 1e-4f) {
+  Tensor want = g.run(reference_backend(), 1, nullptr);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    std::string kernel;
+    Tensor got = g.run(cpu_backend(), threads, &kernel);
+    EXPECT_EQ(kernel.rfind("cpu/", 0), 0u) << kernel;
+    expect_close(got, want, tol);
+  }
+}
+
+struct ConvCase {
+  int64_t n, c, h, w, out_c, kh, kw, group;
+  std::vector<int64_t> strides = {1, 1}, pads = {0, 0, 0, 0}, dilations = {1, 1};
+  bool bias = true;
+  bool constant_weights = true;
+  std::string auto_pad;
+};
+
+void check_conv(const ConvCase& cc) {
+  SCOPED_TRACE("conv n=" + std::to_string(cc.n) + " c=" + std::to_string(cc.c) + " hw=" +
+               std::to_string(cc.h) + "x" + std::to_string(cc.w) + " oc=" + std::to_string(cc.out_c) +
+               " k=" + std::to_string(cc.kh) + "x" + std::to_string(cc.kw) +
+               " group=" + std::to_string(cc.group) + " const=" + std::to_string(cc.constant_weights));
+  std::vector<std::pair<std::string, Tensor>> inputs = {
+      {"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
+      {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.kh, cc.kw}, 2)}};
+  std::vector<bool> constant = {false, cc.constant_weights};
+  if (cc.bias) {
+    inputs.push_back({"B", random_tensor({cc.out_c}, 3)});
+    constant.push_back(true);
+  }
+  std::vector<ir::Attribute> attrs = {ints_attr("strides", cc.strides),
+                                      ints_attr("dilations", cc.dilations),
+                                      int_attr("group", cc.group)};
+  if (cc.auto_pad.empty()) {
+    attrs.push_back(ints_attr("pads", cc.pads));
+  } else {
+    ir::Attribute a;
+    a.name = "auto_pad";
+    a.type = ir::Attribute::Type::kString;
+    a.s = cc.auto_pad;
+    attrs.push_back(a);
+  }
+  OneNodeGraph g("Conv", inputs, constant, attrs);
+  compare_backends(g);
+}
+
+TEST(CpuConv, MatchesReference) {
+  // 1x1 stride 1 (direct GEMM), with and without bias / constant weights.
+  check_conv({1, 8, 7, 9, 13, 1, 1, 1});
+  check_conv({2, 3, 5, 5, 7, 1, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, false, false});
+  // 1x1 strided and padded: im2col.
+  check_conv({1, 5, 9, 8, 6, 1, 1, 1, {2, 2}});
+  check_conv({1, 5, 6, 6, 4, 1, 1, 1, {1, 1}, {1, 0, 0, 1}});
+  // 3x3 with pads, strides, dilations, odd sizes.
+  check_conv({1, 3, 13, 11, 17, 3, 3, 1, {1, 1}, {1, 1, 1, 1}});
+  check_conv({2, 4, 15, 14, 7, 3, 3, 1, {2, 2}, {1, 1, 1, 1}});
+  check_conv({1, 3, 16, 13, 5, 3, 3, 1, {1, 2}, {2, 1, 0, 2}, {2, 3}});
+  check_conv({1, 2, 9, 9, 3, 5, 3, 1, {3, 1}, {0, 0, 0, 0}, {1, 1}, true, false});
+  check_conv({1, 3, 10, 10, 4, 3, 3, 1, {2, 2}, {}, {1, 1}, true, true, "SAME_UPPER"});
+  check_conv({1, 3, 10, 10, 4, 4, 4, 1, {3, 3}, {}, {1, 1}, true, true, "SAME_LOWER"});
+  // Grouped.
+  check_conv({1, 6, 9, 7, 9, 3, 3, 3, {1, 1}, {1, 1, 1, 1}});
+  check_conv({2, 8, 8, 8, 4, 1, 1, 2});
+  check_conv({1, 4, 7, 7, 6, 3, 3, 2, {2, 1}, {0, 1, 1, 0}, {1, 1}, false, false});
+  // Depthwise (multiplier 1 and 2), strides, pads, dilations.
+  check_conv({1, 7, 11, 13, 7, 3, 3, 7, {1, 1}, {1, 1, 1, 1}});
+  check_conv({2, 5, 12, 9, 5, 3, 3, 5, {2, 2}, {1, 1, 1, 1}});
+  check_conv({1, 4, 10, 10, 8, 3, 3, 4, {1, 1}, {2, 2, 2, 2}, {2, 2}, false, false});
+  check_conv({1, 3, 9, 17, 3, 5, 5, 3, {2, 3}, {2, 1, 0, 2}});
+  check_conv({1, 3, 5, 5, 3, 5, 5, 3, {1, 1}, {0, 0, 0, 0}});
+  // Bigger: K above the GEMM's K block, several M blocks.
+  check_conv({1, 40, 12, 12, 160, 3, 3, 1, {1, 1}, {1, 1, 1, 1}});
+}
+
+TEST(CpuMatMul, MatchesReference) {
+  struct Case { Shape a, b; bool constant_b; };
+  for (const Case& c : {Case{{7, 13}, {13, 17}, true}, Case{{2, 3, 5, 64}, {64, 33}, true},
+                        Case{{13}, {13, 9}, true}, Case{{4, 13}, {13}, false},
+                        Case{{3, 7, 19}, {3, 19, 5}, false}, Case{{2, 1, 6, 8}, {3, 8, 4}, false},
+                        Case{{1, 300}, {300, 40}, true}, Case{{130, 65}, {65, 70}, false},
+                        Case{{0, 5}, {5, 3}, true}, Case{{4, 0}, {0, 3}, true}}) {
+    SCOPED_TRACE("matmul " + shape_to_string(c.a) + " x " + shape_to_string(c.b));
+    OneNodeGraph g("MatMul", {{"A", random_tensor(c.a, 1)}, {"Bm", random_tensor(c.b, 2)}},
+                   {false, c.constant_b}, {});
+    compare_backends(g, 2e-4f);
+  }
+}
+
+TEST(CpuGemm, MatchesReference) {
+  struct Case { int64_t m, n, k; bool ta, tb; float alpha, beta; Shape c; bool constant_b; };
+  for (const Case& c : {Case{7, 13, 5, false, false, 1, 1, {13}, true},
+                        Case{7, 13, 5, true, true, 0.5f, 2, {7, 13}, false},
+                        Case{20, 3, 31, false, true, 1, 1, {20, 1}, true},
+                        Case{20, 3, 31, true, false, -1, 0.25f, {1, 3}, true},
+                        Case{5, 6, 7, false, false, 1, 0, {5, 6}, false},
+                        Case{5, 6, 7, false, false, 2, 1, {}, true},
+                        Case{5, 6, 7, false, false, 1, 1, {1}, true},
+                        Case{150, 70, 40, false, true, 1, 1, {70}, true}}) {
+    SCOPED_TRACE("gemm " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                 std::to_string(c.k) + " C=" + shape_to_string(c.c));
+    Shape sa = c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k};
+    Shape sb = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+    std::vector<std::pair<std::string, Tensor>> inputs = {{"A", random_tensor(sa, 1)},
+                                                          {"Bm", random_tensor(sb, 2)}};
+    std::vector<bool> constant = {false, c.constant_b};
+    if (!c.c.empty() || c.beta != 0) {
+      inputs.push_back({"C", random_tensor(c.c, 3)});
+      constant.push_back(true);
+    }
+    OneNodeGraph g("Gemm", inputs, constant,
+                   {int_attr("transA", c.ta), int_attr("transB", c.tb),
+                    float_attr("alpha", c.alpha), float_attr("beta", c.beta)});
+    compare_backends(g, 2e-4f);
+  }
+}
+
+}  // namespace
+}  // namespace peregrine

@@ -1,0 +1,94 @@
+#include "model_inputs.h"
+
+#include <cstdio>
+
+#include "io/npy.h"
+
+namespace peregrine::cli {
+
+void add_model_input_flags(Args* args) {
+  args->flag("input", "NAME=FILE.npy: value of an input (repeatable); others are random", true);
+  args->flag("shape", "NAME=DIMS: fix an input's shape, e.g. data=1x3x224x224 (repeatable)", true);
+}
+
+Status parse_model_input_flags(const Args& args, SessionOptions* options,
+                               std::map<std::string, Tensor>* given) {
+  for (const auto& s : args.get_all("shape")) {
+    PG_ASSIGN_OR_RETURN(auto kv, split_assignment(s, "shape"));
+    PG_ASSIGN_OR_RETURN(Shape dims, parse_dims(kv.second));
+    options->input_shapes[kv.first] = dims;
+  }
+  for (const auto& s : args.get_all("input")) {
+    PG_ASSIGN_OR_RETURN(auto kv, split_assignment(s, "input"));
+    PG_ASSIGN_OR_RETURN(Tensor t, read_npy(kv.second));
+    (*given)[kv.first] = std::move(t);
+  }
+  return Status::ok();
+}
+
+Expected<Tensor> random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
+  PG_ASSIGN_OR_RETURN(Tensor t, Tensor::make(dtype, shape));
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (dtype) {
+      case DType::kFloat32: t.data<float>()[i] = static_cast<float>(real(rng)); break;
+      case DType::kFloat64: t.data<double>()[i] = real(rng); break;
+      case DType::kFloat16: t.data<Float16>()[i] = Float16(static_cast<float>(real(rng))); break;
+      case DType::kBFloat16: t.data<BFloat16>()[i] = BFloat16(static_cast<float>(real(rng))); break;
+      case DType::kBool: t.data<bool>()[i] = small(rng) < 5; break;
+      case DType::kInt64: t.data<int64_t>()[i] = small(rng); break;
+      case DType::kInt32: t.data<int32_t>()[i] = small(rng); break;
+      case DType::kInt8: t.data<int8_t>()[i] = static_cast<int8_t>(small(rng)); break;
+      case DType::kUInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(small(rng)); break;
+      default:
+        return unsupported("cannot generate random " + std::string(dtype_name(dtype)) +
+                           " inputs; pass the input with --input");
+    }
+  }
+  return t;
+}
+
+Expected<std::map<std::string, Tensor>> make_model_inputs(const Session& session,
+                                                          const std::map<std::string, Tensor>& given,
+                                                          uint64_t seed) {
+  for (const auto& [name, t] : given) {
+    bool known = false;
+    for (const auto& info : session.inputs()) known |= info.name == name;
+    if (!known) return invalid_input("--input: '" + name + "' is not an input of the model");
+  }
+  std::mt19937_64 rng(seed);
+  std::map<std::string, Tensor> inputs;
+  for (const auto& info : session.inputs()) {
+    if (auto it = given.find(info.name); it != given.end()) {
+      inputs[info.name] = it->second;
+      continue;
+    }
+    if (!info.is_tensor)
+      return unsupported("input '" + info.name + "' is " + info.type +
+                         "; random values only for tensors");
+    Shape shape = info.shape;
+    for (auto& d : shape)
+      if (d < 0) {
+        std::fprintf(stderr, "note: input '%s' has an unknown dim; using 1 (fix it with --shape)\n",
+                     info.name.c_str());
+        d = 1;
+      }
+    auto t = random_tensor(info.dtype, shape, rng);
+    if (!t.is_ok()) return t.status().with_context("input '" + info.name + "'");
+    inputs[info.name] = std::move(t).value();
+  }
+  return inputs;
+}
+
+std::string describe_input_shapes(const std::map<std::string, Tensor>& inputs) {
+  std::string out;
+  for (const auto& [name, t] : inputs) {
+    if (!out.empty()) out += ";";
+    out += name + "=";
+    for (size_t i = 0; i < t.shape().size(); ++i) out += (i ? "x" : "") + std::to_string(t.shape()[i]);
+  }
+  return out;
+}
+
+}  // namespace peregrine::cli
