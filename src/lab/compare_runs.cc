@@ -22,19 +22,19 @@ double relative_spread(const SpreadStats& s) {
 }
 
 bool higher_is_better(const std::string& metric) {
-  return metric.find("throughput") != std::string::npos || metric.find("gflops") != std::string::npos ||
-         metric.find("gbps") != std::string::npos;
+  return metric.find("throughput") != std::string::npos ||
+         metric.find("gflops") != std::string::npos || metric.find("gbps") != std::string::npos;
 }
 
-bool judged_by_latency_spread(const std::string& metric) {
-  return metric.rfind("latency_", 0) == 0 || metric.find("throughput") != std::string::npos;
-}
+// Only central values: the IQR describes their spread, not that of tails or means.
+bool judged_by_latency_spread(const std::string& metric) { return metric == "latency_median_ms"; }
 
 }  // namespace
 
 SpreadStats spread_of(std::vector<double> samples) {
-  samples.erase(std::remove_if(samples.begin(), samples.end(), [](double v) { return std::isnan(v); }),
-                samples.end());
+  samples.erase(
+      std::remove_if(samples.begin(), samples.end(), [](double v) { return std::isnan(v); }),
+      samples.end());
   SpreadStats s;
   s.samples = samples.size();
   if (samples.empty()) return s;
@@ -47,10 +47,14 @@ SpreadStats spread_of(std::vector<double> samples) {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kRegression: return "regression";
-    case Verdict::kImprovement: return "improvement";
-    case Verdict::kWithinNoise: return "within noise";
-    case Verdict::kNoSpread: return "no spread";
+    case Verdict::kRegression:
+      return "regression";
+    case Verdict::kImprovement:
+      return "improvement";
+    case Verdict::kWithinNoise:
+      return "within noise";
+    case Verdict::kNoSpread:
+      return "no spread";
   }
   return "?";
 }
@@ -68,11 +72,13 @@ RunComparison compare_runs(const RunRecord& a, const RunRecord& b) {
   if (a.model_sha256 != b.model_sha256)
     out.warnings.push_back("the runs measured different model files (SHA-256 differs)");
   if (a.input_shapes != b.input_shapes)
-    out.warnings.push_back("input shapes differ: '" + a.input_shapes + "' vs '" + b.input_shapes + "'");
+    out.warnings.push_back("input shapes differ: '" + a.input_shapes + "' vs '" + b.input_shapes +
+                           "'");
   if (a.machine_fingerprint != b.machine_fingerprint)
     out.warnings.push_back("the runs come from different machines (fingerprint differs)");
   if (a.options_json != b.options_json) out.warnings.push_back("run options differ");
-  if (a.kind != b.kind) out.warnings.push_back("comparing a " + a.kind + " run with a " + b.kind + " run");
+  if (a.kind != b.kind)
+    out.warnings.push_back("comparing a " + a.kind + " run with a " + b.kind + " run");
 
   out.latency_a = spread_of(a.latencies_ms);
   out.latency_b = spread_of(b.latencies_ms);
@@ -143,9 +149,10 @@ RunComparison compare_runs(const RunRecord& a, const RunRecord& b) {
     }
     out.op_types.push_back(d);
   }
-  std::stable_sort(out.op_types.begin(), out.op_types.end(), [](const OpTypeDelta& x, const OpTypeDelta& y) {
-    return std::max(x.a_ms, x.b_ms) > std::max(y.a_ms, y.b_ms);
-  });
+  std::stable_sort(out.op_types.begin(), out.op_types.end(),
+                   [](const OpTypeDelta& x, const OpTypeDelta& y) {
+                     return std::max(x.a_ms, x.b_ms) > std::max(y.a_ms, y.b_ms);
+                   });
   return out;
 }
 

@@ -9,12 +9,13 @@
 // with fewer than kMinSamplesForSpread latencies has no usable spread, and its
 // differences are reported without a verdict ("no spread").
 //
-// Metrics other than the median are judged with the same spread, scaled: a
-// metric m gets the noise IQR(A)/median(A) * |m(A)| + IQR(B)/median(B) * |m(B)|.
-// This applies to latency_* and throughput* metrics and to per-op-type times
-// (sum of the node times of an op type). When every node of an op type carries
-// its own time_iqr_ms in both runs, the sum of those is used instead. One-shot
-// metrics (create_ms, first_run_ms, peak_rss_mb, ...) are shown without a verdict.
+// The recorded latency_median_ms metric is judged with the same spread, scaled
+// to its value: noise = IQR(A)/median(A) * |m(A)| + IQR(B)/median(B) * |m(B)|; so
+// is the time of each op type (the sum of its nodes' median times). When every
+// node of an op type carries its own time_iqr_ms in both runs, the sum of those
+// is the noise instead. The IQR says nothing about the spread of tails (p90..max,
+// stddev), of means and throughput (both pulled by outliers) or of one-shot
+// metrics (create_ms, peak_rss_mb, ...): those show their deltas with "no spread".
 #pragma once
 
 #include <cstddef>
@@ -64,10 +65,10 @@ struct OpTypeDelta {
 
 struct RunComparison {
   SpreadStats latency_a, latency_b;
-  MetricDelta median_latency;          // from the latencies, judged by the rule above
-  std::vector<MetricDelta> metrics;    // every summary metric of either run, by name
-  std::vector<OpTypeDelta> op_types;   // by op type, largest time in B (or A) first
-  std::vector<std::string> warnings;   // different model, inputs, machine, build...
+  MetricDelta median_latency;         // from the latencies, judged by the rule above
+  std::vector<MetricDelta> metrics;   // every summary metric of either run, by name
+  std::vector<OpTypeDelta> op_types;  // by op type, largest time in B (or A) first
+  std::vector<std::string> warnings;  // different model, inputs, machine, build...
 };
 
 RunComparison compare_runs(const RunRecord& a, const RunRecord& b);

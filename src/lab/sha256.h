@@ -24,8 +24,8 @@ class Sha256 {
 
   std::array<uint32_t, 8> state_;
   uint8_t buffer_[64];
-  size_t buffered_ = 0;        // bytes waiting in buffer_
-  uint64_t total_bytes_ = 0;   // message length so far
+  size_t buffered_ = 0;       // bytes waiting in buffer_
+  uint64_t total_bytes_ = 0;  // message length so far
 };
 
 std::string sha256_hex(const std::string& data);

@@ -119,12 +119,14 @@ class Statement {
 
   std::string text(int column) const {
     const unsigned char* p = sqlite3_column_text(stmt_, column);
-    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(stmt_, column)))
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           size_t(sqlite3_column_bytes(stmt_, column)))
              : std::string();
   }
   int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
   double real(int column) const {
-    if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::numeric_limits<double>::quiet_NaN();
+    if (sqlite3_column_type(stmt_, column) == SQLITE_NULL)
+      return std::numeric_limits<double>::quiet_NaN();
     return sqlite3_column_double(stmt_, column);
   }
 
@@ -154,7 +156,8 @@ Expected<Classification> classify(sqlite3* db, const std::string& path) {
   if (!tables.status().is_ok()) {
     int code = sqlite3_errcode(db);
     if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-      return invalid_input("'" + path + "' is not a Peregrine run store (not a valid SQLite database: " +
+      return invalid_input("'" + path +
+                           "' is not a Peregrine run store (not a valid SQLite database: " +
                            sqlite3_errmsg(db) + "); it was left unchanged");
     return tables.status();
   }
@@ -204,10 +207,11 @@ Status refuse_unless_usable(const Classification& c, const std::string& path) {
     return invalid_input("'" + path + "' is not a Peregrine run store: " + c.reason +
                          "; it was left unchanged (pass another file with --db)");
   if (c.kind == Classification::kPeregrine && c.schema_version > ExperimentStore::kSchemaVersion)
-    return invalid_input("run store '" + path + "' has schema version " +
-                         std::to_string(c.schema_version) + ", newer than this Peregrine understands (" +
-                         std::to_string(ExperimentStore::kSchemaVersion) +
-                         "); it was left unchanged (upgrade Peregrine or pass another file with --db)");
+    return invalid_input(
+        "run store '" + path + "' has schema version " + std::to_string(c.schema_version) +
+        ", newer than this Peregrine understands (" +
+        std::to_string(ExperimentStore::kSchemaVersion) +
+        "); it was left unchanged (upgrade Peregrine or pass another file with --db)");
   return Status::ok();
 }
 
@@ -220,7 +224,6 @@ Expected<sqlite3*> open_connection(const std::string& path, int flags) {
     return invalid_input("cannot open run store '" + path + "': " + message);
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
-  sqlite3_extended_result_codes(db, 0);
   return db;
 }
 
@@ -284,7 +287,8 @@ Expected<ExperimentStore> ExperimentStore::open(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     in.read(magic, sizeof(magic));
     if (!in || std::memcmp(magic, "SQLite format 3", 16) != 0)
-      return invalid_input("'" + path + "' is not a Peregrine run store (not a SQLite database); it was left "
+      return invalid_input("'" + path +
+                           "' is not a Peregrine run store (not a SQLite database); it was left "
                            "unchanged (pass another file with --db)");
     // Judge it through a connection that cannot write.
     PG_ASSIGN_OR_RETURN(sqlite3 * reader, open_connection(path, SQLITE_OPEN_READONLY));
@@ -295,11 +299,13 @@ Expected<ExperimentStore> ExperimentStore::open(const std::string& path) {
     fs::path parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::exists(parent, ec)) {
       fs::create_directories(parent, ec);
-      if (ec) return invalid_input("cannot create directory '" + parent.string() + "': " + ec.message());
+      if (ec)
+        return invalid_input("cannot create directory '" + parent.string() + "': " + ec.message());
     }
   }
 
-  PG_ASSIGN_OR_RETURN(sqlite3 * db, open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  PG_ASSIGN_OR_RETURN(sqlite3 * db,
+                      open_connection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
   ExperimentStore store(path, db);
   // Create the schema unless someone did (another process may be racing us);
   // the check repeats inside the write transaction.
@@ -346,7 +352,8 @@ Expected<int64_t> ExperimentStore::record(RunRecord& record) {
     PG_RETURN_IF_ERROR(run.execute());
     int64_t id = sqlite3_last_insert_rowid(db);
 
-    Statement metric(db, path_, "INSERT INTO run_metrics (run_id, name, value) VALUES (?1, ?2, ?3)");
+    Statement metric(db, path_,
+                     "INSERT INTO run_metrics (run_id, name, value) VALUES (?1, ?2, ?3)");
     PG_RETURN_IF_ERROR(metric.status());
     for (const auto& [name, value] : record.metrics) {
       metric.bind(1, id);
@@ -354,8 +361,8 @@ Expected<int64_t> ExperimentStore::record(RunRecord& record) {
       metric.bind(3, value);
       PG_RETURN_IF_ERROR(metric.execute());
     }
-    Statement latency(db, path_,
-                      "INSERT INTO run_latencies (run_id, iteration, latency_ms) VALUES (?1, ?2, ?3)");
+    Statement latency(
+        db, path_, "INSERT INTO run_latencies (run_id, iteration, latency_ms) VALUES (?1, ?2, ?3)");
     PG_RETURN_IF_ERROR(latency.status());
     for (size_t i = 0; i < record.latencies_ms.size(); ++i) {
       latency.bind(1, id);
@@ -363,9 +370,10 @@ Expected<int64_t> ExperimentStore::record(RunRecord& record) {
       latency.bind(3, record.latencies_ms[i]);
       PG_RETURN_IF_ERROR(latency.execute());
     }
-    Statement node(db, path_,
-                   "INSERT INTO run_nodes (run_id, position, node, op_type, time_ms, time_iqr_ms, flops, "
-                   "bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    Statement node(
+        db, path_,
+        "INSERT INTO run_nodes (run_id, position, node, op_type, time_ms, time_iqr_ms, flops, "
+        "bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     PG_RETURN_IF_ERROR(node.status());
     for (size_t i = 0; i < record.nodes.size(); ++i) {
       const NodeMetrics& n = record.nodes[i];
@@ -398,7 +406,8 @@ Expected<int64_t> ExperimentStore::record(RunRecord& record) {
 namespace {
 
 constexpr const char* kRunColumns =
-    "SELECT id, kind, timestamp, model_path, model_sha256, input_shapes, options_json, engine_commit, "
+    "SELECT id, kind, timestamp, model_path, model_sha256, input_shapes, options_json, "
+    "engine_commit, "
     "build_flags, machine_fingerprint, machine_json FROM runs ";
 
 RunRecord read_run_row(const Statement& st) {
@@ -427,15 +436,17 @@ Status ExperimentStore::load_metrics(RunRecord& record) {
   return st.status();
 }
 
-Expected<std::vector<RunRecord>> ExperimentStore::list(const std::string& model_filter, int64_t limit) {
+Expected<std::vector<RunRecord>> ExperimentStore::list(const std::string& model_filter,
+                                                       int64_t limit) {
   // A read transaction gives one consistent snapshot while other processes write.
   PG_RETURN_IF_ERROR(exec(db_.get(), path_, "BEGIN"));
   auto read = [&]() -> Expected<std::vector<RunRecord>> {
-    Statement st(db_.get(), path_,
-                 (std::string(kRunColumns) +
-                  "WHERE ?1 = '' OR instr(model_path, ?1) > 0 OR substr(model_sha256, 1, length(?1)) = ?1 "
-                  "ORDER BY id DESC LIMIT ?2")
-                     .c_str());
+    Statement st(
+        db_.get(), path_,
+        (std::string(kRunColumns) +
+         "WHERE ?1 = '' OR instr(model_path, ?1) > 0 OR substr(model_sha256, 1, length(?1)) = ?1 "
+         "ORDER BY id DESC LIMIT ?2")
+            .c_str());
     PG_RETURN_IF_ERROR(st.status());
     st.bind(1, model_filter);
     st.bind(2, limit > 0 ? limit : int64_t(-1));

@@ -10,11 +10,14 @@ namespace peregrine::avx2 {
 
 float fma_loop(int64_t iterations) {
   // 12 independent chains cover FMA latency (4-5 cycles) x 2 FMA ports with room to spare.
-  const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(0.0001f);
+  // Loaded through volatile so the compiler cannot reason about the chains' values (it
+  // would otherwise drop a chain that starts at the fixed point 1).
+  volatile float opaque_m = 0.9999f, opaque_c = 0.0001f;
+  const __m256 m = _mm256_set1_ps(opaque_m), c = _mm256_set1_ps(opaque_c);
   __m256 a0 = _mm256_set1_ps(0.0f), a1 = _mm256_set1_ps(0.1f), a2 = _mm256_set1_ps(0.2f);
   __m256 a3 = _mm256_set1_ps(0.3f), a4 = _mm256_set1_ps(0.4f), a5 = _mm256_set1_ps(0.5f);
   __m256 a6 = _mm256_set1_ps(0.6f), a7 = _mm256_set1_ps(0.7f), a8 = _mm256_set1_ps(0.8f);
-  __m256 a9 = _mm256_set1_ps(0.9f), a10 = _mm256_set1_ps(1.0f), a11 = _mm256_set1_ps(1.1f);
+  __m256 a9 = _mm256_set1_ps(0.9f), a10 = _mm256_set1_ps(1.05f), a11 = _mm256_set1_ps(1.1f);
   for (int64_t i = 0; i < iterations; ++i) {
     a0 = _mm256_fmadd_ps(a0, m, c); a1 = _mm256_fmadd_ps(a1, m, c);
     a2 = _mm256_fmadd_ps(a2, m, c); a3 = _mm256_fmadd_ps(a3, m, c);

@@ -16,7 +16,10 @@ namespace peregrine::avx512 {
 float fma_loop(int64_t iterations) {
   // 16 independent chains: FMA latency (4 cycles) x 2 FMA ports = 8 needed, 16 is safe
   // (and there are 32 zmm registers).
-  const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(0.0001f);
+  // Loaded through volatile so the compiler cannot reason about the chains' values (it
+  // would otherwise drop a chain that starts at the fixed point 1).
+  volatile float opaque_m = 0.9999f, opaque_c = 0.0001f;
+  const __m512 m = _mm512_set1_ps(opaque_m), c = _mm512_set1_ps(opaque_c);
   __m512 a0 = _mm512_set1_ps(0.00f), a1 = _mm512_set1_ps(0.05f), a2 = _mm512_set1_ps(0.10f);
   __m512 a3 = _mm512_set1_ps(0.15f), a4 = _mm512_set1_ps(0.20f), a5 = _mm512_set1_ps(0.25f);
   __m512 a6 = _mm512_set1_ps(0.30f), a7 = _mm512_set1_ps(0.35f), a8 = _mm512_set1_ps(0.40f);

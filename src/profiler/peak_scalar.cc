@@ -7,9 +7,12 @@ namespace peregrine::scalar {
 
 float fma_loop(int64_t iterations) {
   // Converges to 1 (a = a * m + c with c = 1 - m): no overflow, no denormals.
-  const float m = 0.9999f, c = 0.0001f;
+  // Loaded through volatile so the compiler cannot reason about the chains' values (it
+  // would otherwise drop a chain that starts at the fixed point 1).
+  volatile float opaque_m = 0.9999f, opaque_c = 0.0001f;
+  const float m = opaque_m, c = opaque_c;
   float a0 = 0.f, a1 = 0.1f, a2 = 0.2f, a3 = 0.3f, a4 = 0.4f, a5 = 0.5f;
-  float a6 = 0.6f, a7 = 0.7f, a8 = 0.8f, a9 = 0.9f, a10 = 1.f, a11 = 1.1f;
+  float a6 = 0.6f, a7 = 0.7f, a8 = 0.8f, a9 = 0.9f, a10 = 1.05f, a11 = 1.1f;
   for (int64_t i = 0; i < iterations; ++i) {
     a0 = a0 * m + c; a1 = a1 * m + c; a2 = a2 * m + c; a3 = a3 * m + c;
     a4 = a4 * m + c; a5 = a5 * m + c; a6 = a6 * m + c; a7 = a7 * m + c;

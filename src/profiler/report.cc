@@ -33,16 +33,19 @@ std::string sig3(double v) {
 
 const char* class_token(BoundClass c) {
   switch (c) {
-    case BoundClass::kCompute: return "compute";
-    case BoundClass::kMemory: return "memory";
-    case BoundClass::kOverhead: return "overhead";
+    case BoundClass::kCompute:
+      return "compute";
+    case BoundClass::kMemory:
+      return "memory";
+    case BoundClass::kOverhead:
+      return "overhead";
   }
   return "overhead";
 }
 
 // Decade k as a label: 0.001, 0.01, ..., 1, 10, ..., 1e+06.
 std::string decade_label(int k) {
-  if (k >= -3 && k <= 5) return sig3(std::pow(10.0, k));
+  if (k >= -4 && k <= 5) return fmt("%g", std::pow(10.0, k));
   return "1e" + std::to_string(k);
 }
 
@@ -95,21 +98,22 @@ void render_roofline(const ProfileReport& r, std::ostringstream& o) {
   const LogAxis x{xa, xb, kLeft, kPlotWidth - kRight};
   const LogAxis y{ya, yb, kPlotHeight - kBottom, kTop};
 
-  o << "<svg id=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << kPlotWidth << " "
-    << kPlotHeight << "\" width=\"" << kPlotWidth << "\" height=\"" << kPlotHeight
+  o << "<svg id=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << kPlotWidth
+    << " " << kPlotHeight << "\" width=\"" << kPlotWidth << "\" height=\"" << kPlotHeight
     << "\" role=\"img\" aria-label=\"roofline\">\n";
   // Grid and decade labels.
   for (int k = xa; k <= xb; ++k) {
     const double px = x.at(std::pow(10.0, k));
     o << "<line class=\"grid\" x1=\"" << px << "\" y1=\"" << kTop << "\" x2=\"" << px << "\" y2=\""
       << kPlotHeight - kBottom << "\"/><text class=\"tick\" x=\"" << px << "\" y=\""
-      << kPlotHeight - kBottom + 16 << "\" text-anchor=\"middle\">" << decade_label(k) << "</text>\n";
+      << kPlotHeight - kBottom + 16 << "\" text-anchor=\"middle\">" << decade_label(k)
+      << "</text>\n";
   }
   for (int k = ya; k <= yb; ++k) {
     const double py = y.at(std::pow(10.0, k));
-    o << "<line class=\"grid\" x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << kPlotWidth - kRight
-      << "\" y2=\"" << py << "\"/><text class=\"tick\" x=\"" << kLeft - 6 << "\" y=\"" << py + 4
-      << "\" text-anchor=\"end\">" << decade_label(k) << "</text>\n";
+    o << "<line class=\"grid\" x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\""
+      << kPlotWidth - kRight << "\" y2=\"" << py << "\"/><text class=\"tick\" x=\"" << kLeft - 6
+      << "\" y=\"" << py + 4 << "\" text-anchor=\"end\">" << decade_label(k) << "</text>\n";
   }
   o << "<text class=\"axis-label\" x=\"" << (kLeft + kPlotWidth - kRight) / 2 << "\" y=\""
     << kPlotHeight - 14 << "\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n";
@@ -121,18 +125,24 @@ void render_roofline(const ProfileReport& r, std::ostringstream& o) {
     const double x0 = x.min_value(), x1 = x.max_value();
     const double slope_start_i = std::max(x0, y.min_value() / roofs.bandwidth_gbps);
     o << "<polyline id=\"roof\" class=\"roof\" points=\"" << x.at(slope_start_i) << ","
-      << y.at(attainable_gflops(slope_start_i, roofs)) << " " << x.at(ridge) << "," << y.at(roofs.peak_gflops)
-      << " " << x.at(x1) << "," << y.at(roofs.peak_gflops) << "\"/>\n";
-    o << "<line class=\"ridge\" x1=\"" << x.at(ridge) << "\" y1=\"" << y.at(roofs.peak_gflops) << "\" x2=\""
-      << x.at(ridge) << "\" y2=\"" << kPlotHeight - kBottom << "\"/>\n";
-    o << "<text class=\"roof-label\" x=\"" << x.at(x1) - 4 << "\" y=\"" << y.at(roofs.peak_gflops) - 6
-      << "\" text-anchor=\"end\">peak " << sig3(roofs.peak_gflops) << " GFLOP/s</text>\n";
-    o << "<text class=\"roof-label\" x=\"" << x.at(ridge) + 4 << "\" y=\"" << kPlotHeight - kBottom - 6
-      << "\">ridge " << sig3(ridge) << " FLOP/B</text>\n";
+      << y.at(attainable_gflops(slope_start_i, roofs)) << " " << x.at(ridge) << ","
+      << y.at(roofs.peak_gflops) << " " << x.at(x1) << "," << y.at(roofs.peak_gflops) << "\"/>\n";
+    o << "<line class=\"ridge\" x1=\"" << x.at(ridge) << "\" y1=\"" << y.at(roofs.peak_gflops)
+      << "\" x2=\"" << x.at(ridge) << "\" y2=\"" << kPlotHeight - kBottom << "\"/>\n";
+    o << "<text class=\"roof-label\" x=\"" << x.at(x1) - 4 << "\" y=\""
+      << y.at(roofs.peak_gflops) - 6 << "\" text-anchor=\"end\">peak " << sig3(roofs.peak_gflops)
+      << " GFLOP/s</text>\n";
+    o << "<text class=\"roof-label\" x=\"" << x.at(ridge) + 4 << "\" y=\""
+      << kPlotHeight - kBottom - 6 << "\">ridge " << sig3(ridge) << " FLOP/B</text>\n";
     const double mid_i = std::sqrt(slope_start_i * ridge);
-    o << "<text class=\"roof-label\" x=\"" << x.at(mid_i) + 6 << "\" y=\""
-      << y.at(attainable_gflops(mid_i, roofs)) - 8 << "\">" << sig3(roofs.bandwidth_gbps)
-      << " GB/s</text>\n";
+    // Along the slope, just above it: one decade right is one decade up on both axes.
+    const double decade_dx = (x.px_hi - x.px_lo) / (xb - xa);
+    const double decade_dy = (y.px_lo - y.px_hi) / (yb - ya);
+    const double angle = -std::atan2(decade_dy, decade_dx) * 180 / M_PI;
+    const double lx = x.at(mid_i), ly = y.at(attainable_gflops(mid_i, roofs));
+    o << "<text class=\"roof-label\" text-anchor=\"middle\" x=\"" << lx << "\" y=\"" << ly - 6
+      << "\" transform=\"rotate(" << fmt("%.2f", angle) << " " << lx << " " << ly << ")\">"
+      << sig3(roofs.bandwidth_gbps) << " GB/s</text>\n";
   }
 
   // Dots, biggest first so small ones stay visible and clickable on top. Area ~ time.
@@ -146,19 +156,22 @@ void render_roofline(const ProfileReport& r, std::ostringstream& o) {
     const RooflinePoint& p = n.roof;
     // Zero-FLOP nodes have no place on a log axis: they sit on the bottom-left edge,
     // zero-byte ones on the right edge; the class "clamped" marks them.
-    const bool clamped = !(p.intensity > 0 && std::isfinite(p.intensity)) || !(p.achieved_gflops > 0);
-    const double px = p.intensity > 0 ? x.at(std::isfinite(p.intensity) ? p.intensity : x.max_value())
-                                      : x.at(x.min_value());
+    const bool clamped =
+        !(p.intensity > 0 && std::isfinite(p.intensity)) || !(p.achieved_gflops > 0);
+    const double px = p.intensity > 0
+                          ? x.at(std::isfinite(p.intensity) ? p.intensity : x.max_value())
+                          : x.at(x.min_value());
     const double py = p.achieved_gflops > 0 ? y.at(p.achieved_gflops) : y.at(y.min_value());
     const double radius = 3 + 15 * (max_time > 0 ? std::sqrt(n.median_us / max_time) : 0);
     o << "<circle class=\"node-point " << class_token(p.bound_class) << (clamped ? " clamped" : "")
       << "\" data-node=\"" << html_escape(n.name) << "\" data-index=\"" << n.index << "\" cx=\""
-      << fmt("%.2f", px) << "\" cy=\"" << fmt("%.2f", py) << "\" r=\"" << fmt("%.2f", radius) << "\"><title>"
-      << html_escape(n.name.empty() ? "(unnamed)" : n.name) << " (" << html_escape(n.op_type) << ")\n"
-      << sig3(n.median_us) << " us, " << sig3(p.achieved_gflops) << " GFLOP/s, " << sig3(p.achieved_gbps)
-      << " GB/s\nintensity " << sig3(p.intensity) << " FLOP/B, " << sig3(p.percent_of_bound)
-      << "% of roof, " << bound_class_name(p.bound_class) << (clamped ? "\n(drawn on the plot edge)" : "")
-      << "</title></circle>\n";
+      << fmt("%.2f", px) << "\" cy=\"" << fmt("%.2f", py) << "\" r=\"" << fmt("%.2f", radius)
+      << "\"><title>" << html_escape(n.name.empty() ? "(unnamed)" : n.name) << " ("
+      << html_escape(n.op_type) << ")\n"
+      << sig3(n.median_us) << " us, " << sig3(p.achieved_gflops) << " GFLOP/s, "
+      << sig3(p.achieved_gbps) << " GB/s\nintensity " << sig3(p.intensity) << " FLOP/B, "
+      << sig3(p.percent_of_bound) << "% of roof, " << bound_class_name(p.bound_class)
+      << (clamped ? "\n(drawn on the plot edge)" : "") << "</title></circle>\n";
   }
   o << "</g>\n</svg>\n";
 }
@@ -168,17 +181,18 @@ void render_op_bars(const ProfileReport& r, std::ostringstream& o) {
   const double height = row * static_cast<double>(r.op_totals.size()) + 10;
   double max_time = 0;
   for (const auto& t : r.op_totals) max_time = std::max(max_time, t.time_us);
-  o << "<svg id=\"op-breakdown\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + bar_w + 170
-    << "\" height=\"" << height << "\">\n";
+  o << "<svg id=\"op-breakdown\" xmlns=\"http://www.w3.org/2000/svg\" width=\""
+    << label_w + bar_w + 170 << "\" height=\"" << height << "\">\n";
   double yy = 5;
   for (const auto& t : r.op_totals) {
     const double w = max_time > 0 ? bar_w * t.time_us / max_time : 0;
-    o << "<g class=\"op-bar\" data-op=\"" << html_escape(t.op_type) << "\"><title>" << html_escape(t.op_type)
-      << ": " << t.count << " node(s), " << sig3(t.time_us / 1e3) << " ms, " << sig3(t.flops / 1e9)
-      << " GFLOP, " << sig3(t.bytes / 1e6) << " MB</title><text x=\"" << label_w - 6 << "\" y=\""
-      << yy + 15 << "\" text-anchor=\"end\">" << html_escape(t.op_type) << " (" << t.count
-      << ")</text><rect x=\"" << label_w << "\" y=\"" << yy + 3 << "\" width=\"" << fmt("%.2f", std::max(w, 1.0))
-      << "\" height=\"" << row - 6 << "\"/><text x=\"" << label_w + w + 6 << "\" y=\"" << yy + 15 << "\">"
+    o << "<g class=\"op-bar\" data-op=\"" << html_escape(t.op_type) << "\"><title>"
+      << html_escape(t.op_type) << ": " << t.count << " node(s), " << sig3(t.time_us / 1e3)
+      << " ms, " << sig3(t.flops / 1e9) << " GFLOP, " << sig3(t.bytes / 1e6)
+      << " MB</title><text x=\"" << label_w - 6 << "\" y=\"" << yy + 15 << "\" text-anchor=\"end\">"
+      << html_escape(t.op_type) << " (" << t.count << ")</text><rect x=\"" << label_w << "\" y=\""
+      << yy + 3 << "\" width=\"" << fmt("%.2f", std::max(w, 1.0)) << "\" height=\"" << row - 6
+      << "\"/><text x=\"" << label_w + w + 6 << "\" y=\"" << yy + 15 << "\">"
       << sig3(t.time_us / 1e3) << " ms (" << fmt("%.1f", t.percent_of_nodes) << "%)</text></g>\n";
     yy += row;
   }
@@ -188,7 +202,9 @@ void render_op_bars(const ProfileReport& r, std::ostringstream& o) {
 void render_table(const ProfileReport& r, std::ostringstream& o) {
   const double total = total_node_time_us(r.nodes);
   o << "<table id=\"nodes\" class=\"sortable\"><thead><tr>"
-       "<th data-type=\"num\">#</th><th>node</th><th>op</th><th>kernel</th><th>inputs</th><th>outputs</th>"
+       "<th "
+       "data-type=\"num\">#</th><th>node</th><th>op</th><th>kernel</th><th>inputs</th><th>outputs</"
+       "th>"
        "<th data-type=\"num\">median us</th><th data-type=\"num\">% time</th>"
        "<th data-type=\"num\">MFLOP</th><th data-type=\"num\">MB</th>"
        "<th data-type=\"num\">GFLOP/s</th><th data-type=\"num\">GB/s</th>"
@@ -197,16 +213,18 @@ void render_table(const ProfileReport& r, std::ostringstream& o) {
   for (const NodeProfile& n : r.nodes) {
     const RooflinePoint& p = n.roof;
     auto num = [&](double v, const std::string& text) {
-      o << "<td data-value=\"" << (std::isfinite(v) ? fmt("%.9g", v) : std::string("1e308")) << "\">" << text
-        << "</td>";
+      o << "<td data-value=\"" << (std::isfinite(v) ? fmt("%.9g", v) : std::string("1e308"))
+        << "\">" << text << "</td>";
     };
     o << "<tr class=\"" << class_token(p.bound_class) << "\" data-index=\"" << n.index << "\">";
     num(static_cast<double>(n.index), std::to_string(n.index));
-    o << "<td class=\"name\">" << html_escape(n.name) << "</td><td>" << html_escape(n.op_type) << "</td><td>"
-      << html_escape(n.kernel) << "</td><td class=\"shape\">" << html_escape(n.input_shapes)
-      << "</td><td class=\"shape\">" << html_escape(n.output_shapes) << "</td>";
+    o << "<td class=\"name\">" << html_escape(n.name) << "</td><td>" << html_escape(n.op_type)
+      << "</td><td>" << html_escape(n.kernel) << "</td><td class=\"shape\">"
+      << html_escape(n.input_shapes) << "</td><td class=\"shape\">" << html_escape(n.output_shapes)
+      << "</td>";
     num(n.median_us, sig3(n.median_us));
-    num(total > 0 ? 100 * n.median_us / total : 0, fmt("%.1f", total > 0 ? 100 * n.median_us / total : 0));
+    num(total > 0 ? 100 * n.median_us / total : 0,
+        fmt("%.1f", total > 0 ? 100 * n.median_us / total : 0));
     num(p.flops, sig3(p.flops / 1e6) + (n.cost_known ? "" : "?"));
     num(p.bytes, sig3(p.bytes / 1e6) + (n.cost_known ? "" : "?"));
     num(p.achieved_gflops, sig3(p.achieved_gflops));
@@ -234,13 +252,15 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .node-point.overhead { fill: #999; } .node-point.clamped { stroke-dasharray: 2 1; }
 .node-point.highlight, .node-point:hover { stroke: #000; stroke-width: 2.5; fill-opacity: 0.9; }
 .legend span { display: inline-block; margin-right: 14px; }
-.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; }
+.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 5px;
+           margin-right: 4px; }
 .op-bar rect { fill: #5b8def; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: 3px 6px; text-align: right; }
 th { cursor: pointer; background: #f4f4f4; position: sticky; top: 0; }
 td.name, td.shape, td:nth-child(3), td:nth-child(4), td:last-child { text-align: left; }
-td.name { max-width: 260px; overflow-wrap: anywhere; }
+td.name { min-width: 140px; max-width: 260px; overflow-wrap: anywhere; }
+.table-wrap { overflow-x: auto; }
 tr.highlight td { background: #fff3c4; }
 ol.bottlenecks li { margin-bottom: 4px; }
 )CSS";
@@ -253,8 +273,12 @@ constexpr const char* kErrorTrap = R"JS(
     if (box) box.appendChild(document.createTextNode(text + '\n'));
     document.body.setAttribute('data-js-errors', 'yes');
   }
-  window.onerror = function (message, source, line) { record('error: ' + message + ' (line ' + line + ')'); };
-  window.addEventListener('unhandledrejection', function (e) { record('unhandled rejection: ' + e.reason); });
+  window.onerror = function (message, source, line) {
+    record('error: ' + message + ' (line ' + line + ')');
+  };
+  window.addEventListener('unhandledrejection', function (e) {
+    record('unhandled rejection: ' + e.reason);
+  });
   var consoleError = console.error;
   console.error = function () {
     record('console.error: ' + Array.prototype.join.call(arguments, ' '));
@@ -272,9 +296,13 @@ constexpr const char* kScript = R"JS(
     points[c.getAttribute('data-index')] = c;
   });
   var rows = {};
-  table.querySelectorAll('tbody tr').forEach(function (tr) { rows[tr.getAttribute('data-index')] = tr; });
+  table.querySelectorAll('tbody tr').forEach(function (tr) {
+    rows[tr.getAttribute('data-index')] = tr;
+  });
   function highlight(index, on) {
-    [points[index], rows[index]].forEach(function (el) { if (el) el.classList.toggle('highlight', on); });
+    [points[index], rows[index]].forEach(function (el) {
+      if (el) el.classList.toggle('highlight', on);
+    });
   }
   Object.keys(rows).forEach(function (i) {
     rows[i].addEventListener('mouseenter', function () { highlight(i, true); });
@@ -295,8 +323,9 @@ constexpr const char* kScript = R"JS(
       var list = Array.prototype.slice.call(body.rows);
       list.sort(function (a, b) {
         var x = a.cells[column], y = b.cells[column];
-        var c = numeric ? parseFloat(x.getAttribute('data-value')) - parseFloat(y.getAttribute('data-value'))
-                        : x.textContent.localeCompare(y.textContent);
+        var c = numeric
+            ? parseFloat(x.getAttribute('data-value')) - parseFloat(y.getAttribute('data-value'))
+            : x.textContent.localeCompare(y.textContent);
         return descending ? -c : c;
       });
       descending = !descending;
@@ -332,8 +361,9 @@ std::vector<OpTypeTotal> totals_by_op_type(const std::vector<NodeProfile>& nodes
     t.percent_of_nodes = total > 0 ? 100 * t.time_us / total : 0;
     out.push_back(t);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const OpTypeTotal& a, const OpTypeTotal& b) { return a.time_us > b.time_us; });
+  std::stable_sort(out.begin(), out.end(), [](const OpTypeTotal& a, const OpTypeTotal& b) {
+    return a.time_us > b.time_us;
+  });
   return out;
 }
 
@@ -353,13 +383,26 @@ std::string html_escape(const std::string& raw) {
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      case '\0': o += "&#xFFFD;"; break;  // NUL is not allowed in HTML text
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      case '\0':
+        o += "&#xFFFD;";
+        break;  // NUL is not allowed in HTML text
+      default:
+        o += c;
     }
   }
   return o;
@@ -372,20 +415,26 @@ std::string render_html_report(const ProfileReport& r) {
     << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
     << "<title>Peregrine profile: " << html_escape(r.model_path) << "</title>\n<style>" << kStyle
-    << "</style></head>\n<body>\n<div id=\"js-errors\"></div>\n<script>" << kErrorTrap << "</script>\n";
+    << "</style></head>\n<body>\n<div id=\"js-errors\"></div>\n<script>" << kErrorTrap
+    << "</script>\n";
   o << "<h1>Peregrine profile: " << html_escape(r.model_path) << "</h1>\n<table class=\"meta\">"
     << "<tr><td>machine</td><td>" << html_escape(r.cpu_model) << "</td></tr>"
-    << "<tr><td>roofs</td><td>peak " << sig3(r.roofs.peak_gflops) << " GFLOP/s (" << html_escape(r.isa)
-    << "), bandwidth " << sig3(r.roofs.bandwidth_gbps) << " GB/s, ridge " << sig3(ridge_intensity(r.roofs))
-    << " FLOP/B, at " << r.threads << " thread(s)</td></tr>"
+    << "<tr><td>roofs</td><td>peak " << sig3(r.roofs.peak_gflops) << " GFLOP/s ("
+    << html_escape(r.isa) << "), bandwidth " << sig3(r.roofs.bandwidth_gbps) << " GB/s, ridge "
+    << sig3(ridge_intensity(r.roofs)) << " FLOP/B, at " << r.threads << " thread(s)</td></tr>"
     << "<tr><td>runs</td><td>" << r.iterations << " profiled; median latency "
     << sig3(r.latency_median_ms) << " ms with per-node timing";
   if (r.latency_untimed_median_ms > 0)
     o << ", " << sig3(r.latency_untimed_median_ms) << " ms without";
   o << "</td></tr><tr><td>nodes</td><td>" << r.nodes.size() << " (sum of medians "
-    << sig3(nodes_total_us / 1e3) << " ms)</td></tr></table>\n";
+    << sig3(nodes_total_us / 1e3) << " ms";
+  if (r.latency_median_ms > 0)
+    o << ", " << fmt("%.1f", 100 * nodes_total_us / 1e3 / r.latency_median_ms)
+      << "% of the run; the rest is executor work between kernels";
+  o << ")</td></tr></table>\n";
 
-  o << "<h2>Roofline</h2>\n<div class=\"legend\"><span><i style=\"background:#d9534f\"></i>compute-bound"
+  o << "<h2>Roofline</h2>\n<div class=\"legend\"><span><i "
+       "style=\"background:#d9534f\"></i>compute-bound"
        "</span><span><i style=\"background:#337ab7\"></i>memory-bound</span><span><i "
        "style=\"background:#999\"></i>overhead-bound</span><span>dot area ~ time; dashed outline: "
        "zero FLOPs or bytes, drawn on the edge</span></div>\n";
@@ -396,13 +445,15 @@ std::string render_html_report(const ProfileReport& r) {
     const NodeProfile& n = r.nodes[i];
     o << "<li><b>" << html_escape(n.name) << "</b> (" << html_escape(n.op_type) << ", "
       << sig3(n.median_us) << " us, "
-      << fmt("%.1f", nodes_total_us > 0 ? 100 * n.median_us / nodes_total_us : 0) << "% of node time): "
-      << html_escape(n.reason) << "</li>\n";
+      << fmt("%.1f", nodes_total_us > 0 ? 100 * n.median_us / nodes_total_us : 0)
+      << "% of node time): " << html_escape(n.reason) << "</li>\n";
   }
   o << "</ol>\n<h2>Time by op type</h2>\n";
   render_op_bars(r, o);
   o << "<h2>Nodes</h2>\n<p>Click a column to sort; hover a row to find its dot.</p>\n";
+  o << "<div class=\"table-wrap\">\n";
   render_table(r, o);
+  o << "</div>\n";
   o << "<script>" << kScript << "</script>\n</body></html>\n";
   return o.str();
 }

@@ -26,10 +26,14 @@ std::string human_seconds(double s) {
 
 std::string human_count(double v, const char* unit) {
   char buf[64];
-  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2f G%s", v / 1e9, unit);
-  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2f M%s", v / 1e6, unit);
-  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1f K%s", v / 1e3, unit);
-  else std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f G%s", v / 1e9, unit);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f M%s", v / 1e6, unit);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f K%s", v / 1e3, unit);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
   return buf;
 }
 
@@ -74,9 +78,12 @@ RooflinePoint analyze(double flops, double bytes, double seconds, const Roofs& r
 
 const char* bound_class_name(BoundClass c) {
   switch (c) {
-    case BoundClass::kCompute: return "compute-bound";
-    case BoundClass::kMemory: return "memory-bound";
-    case BoundClass::kOverhead: return "overhead-bound";
+    case BoundClass::kCompute:
+      return "compute-bound";
+    case BoundClass::kMemory:
+      return "memory-bound";
+    case BoundClass::kOverhead:
+      return "overhead-bound";
   }
   return "?";
 }
@@ -86,22 +93,27 @@ std::string bottleneck_reason(const RooflinePoint& p, const Roofs& roofs) {
   const bool low = p.percent_of_bound < kLowEfficiencyPercent;
   switch (p.bound_class) {
     case BoundClass::kOverhead:
-      return "overhead-bound: " + human_seconds(p.seconds) + " for " + human_count(p.flops, "FLOP") +
-             " and " + human_count(p.bytes, "B") + " (the roofs allow " + human_seconds(p.min_seconds) +
+      return "overhead-bound: " + human_seconds(p.seconds) + " for " +
+             human_count(p.flops, "FLOP") + " and " + human_count(p.bytes, "B") +
+             " (the roofs allow " + human_seconds(p.min_seconds) +
              "): fixed per-node cost dominates; fuse it or remove it";
     case BoundClass::kCompute: {
-      std::string head = p.bytes > 0 ? format("compute-bound (%.3g FLOP/B >= ridge %.3g)", p.intensity, ridge)
-                                     : std::string("compute-bound (no memory traffic)");
+      std::string head =
+          p.bytes > 0 ? format("compute-bound (%.3g FLOP/B >= ridge %.3g)", p.intensity, ridge)
+                      : std::string("compute-bound (no memory traffic)");
       head += format(" at %.1f%% of %.1f GFLOP/s", p.percent_of_bound, roofs.peak_gflops);
-      return head + (low ? ": the kernel leaves compute unused (vectorize, block for cache, thread)"
-                         : ": near the roof; only fewer FLOPs (another algorithm, lower precision) help");
+      return head +
+             (low ? ": the kernel leaves compute unused (vectorize, block for cache, thread)"
+                  : ": near the roof; only fewer FLOPs (another algorithm, lower precision) help");
     }
     case BoundClass::kMemory: {
-      std::string head = p.flops > 0 ? format("memory-bound (%.3g FLOP/B < ridge %.3g)", p.intensity, ridge)
-                                     : std::string("memory-bound (data movement only)");
+      std::string head = p.flops > 0
+                             ? format("memory-bound (%.3g FLOP/B < ridge %.3g)", p.intensity, ridge)
+                             : std::string("memory-bound (data movement only)");
       head += format(" at %.1f%% of %.1f GB/s", p.percent_of_bound, roofs.bandwidth_gbps);
-      return head + (low ? ": access pattern or per-element cost limits it, not bandwidth"
-                         : ": near the roof; only less traffic (fusion, in-place, smaller types) helps");
+      return head +
+             (low ? ": access pattern or per-element cost limits it, not bandwidth"
+                  : ": near the roof; only less traffic (fusion, in-place, smaller types) helps");
     }
   }
   return "";

@@ -43,13 +43,13 @@ inline constexpr double kOverheadWorkSeconds = 1e-6;
 struct RooflinePoint {
   double flops = 0;
   double bytes = 0;
-  double seconds = 0;             // measured
-  double intensity = 0;           // FLOP/byte; +inf when bytes == 0 < flops, 0 when flops == 0
-  double achieved_gflops = 0;     // 0 when seconds <= 0
+  double seconds = 0;          // measured
+  double intensity = 0;        // FLOP/byte; +inf when bytes == 0 < flops, 0 when flops == 0
+  double achieved_gflops = 0;  // 0 when seconds <= 0
   double achieved_gbps = 0;
-  double bound_gflops = 0;        // min(peak, intensity * bandwidth)
-  double min_seconds = 0;         // t_min, the fastest the roofs allow
-  double percent_of_bound = 0;    // 100 * t_min / seconds (0 when seconds <= 0)
+  double bound_gflops = 0;      // min(peak, intensity * bandwidth)
+  double min_seconds = 0;       // t_min, the fastest the roofs allow
+  double percent_of_bound = 0;  // 100 * t_min / seconds (0 when seconds <= 0)
   BoundClass bound_class = BoundClass::kOverhead;
 };
 

@@ -20,10 +20,17 @@ size_t utf8_sequence_length(const std::string& s, size_t i) {
   size_t len = 0;
   uint32_t cp = 0;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    cp = c & 0x07;
+  } else
+    return 0;
   if (i + len > s.size()) return 0;
   for (size_t k = 1; k < len; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -84,8 +91,10 @@ std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
   char b[40];
   // Whole numbers (FLOP and byte counts) exactly; others to 10 significant digits.
-  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) std::snprintf(b, sizeof b, "%.0f", v);
-  else std::snprintf(b, sizeof b, "%.10g", v);
+  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0)
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.10g", v);
   return b;
 }
 
@@ -101,19 +110,21 @@ std::string trace_to_json(const Trace& trace) {
   sep() << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << trace.pid
         << ", \"tid\": 0, \"args\": {\"name\": " << json_string(trace.process_name) << "}}";
   for (const auto& [tid, name] : trace.threads)
-    sep() << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << trace.pid << ", \"tid\": " << tid
-          << ", \"args\": {\"name\": " << json_string(name) << "}}";
+    sep() << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << trace.pid
+          << ", \"tid\": " << tid << ", \"args\": {\"name\": " << json_string(name) << "}}";
   for (const TraceEvent& e : trace.events) {
     sep() << "{\"name\": " << json_string(e.name) << ", \"cat\": " << json_string(e.category)
-          << ", \"ph\": \"X\", \"ts\": " << json_number(e.ts_us) << ", \"dur\": " << json_number(e.dur_us)
-          << ", \"pid\": " << e.pid << ", \"tid\": " << e.tid << ", \"args\": {";
+          << ", \"ph\": \"X\", \"ts\": " << json_number(e.ts_us)
+          << ", \"dur\": " << json_number(e.dur_us) << ", \"pid\": " << e.pid
+          << ", \"tid\": " << e.tid << ", \"args\": {";
     for (size_t k = 0; k < e.args.size(); ++k)
       o << (k ? ", " : "") << json_string(e.args[k].first) << ": " << e.args[k].second;
     o << "}}";
   }
   o << "\n], \"displayTimeUnit\": \"ms\", \"metadata\": {";
   for (size_t k = 0; k < trace.metadata.size(); ++k)
-    o << (k ? ", " : "") << json_string(trace.metadata[k].first) << ": " << trace.metadata[k].second;
+    o << (k ? ", " : "") << json_string(trace.metadata[k].first) << ": "
+      << trace.metadata[k].second;
   o << "}}\n";
   return o.str();
 }

@@ -23,16 +23,16 @@ struct TraceEvent {
   double ts_us = 0;      // start, µs since the trace's origin
   double dur_us = 0;
   int64_t pid = 0;
-  int64_t tid = 0;       // the OS thread id of the thread that ran it
+  int64_t tid = 0;  // the OS thread id of the thread that ran it
   std::vector<TraceArg> args;
 };
 
 struct Trace {
   int64_t pid = 0;
-  std::string process_name;                                // e.g. "peregrine profile model.onnx"
-  std::vector<std::pair<int64_t, std::string>> threads;    // tid -> name, for metadata events
+  std::string process_name;                              // e.g. "peregrine profile model.onnx"
+  std::vector<std::pair<int64_t, std::string>> threads;  // tid -> name, for metadata events
   std::vector<TraceEvent> events;
-  std::vector<TraceArg> metadata;                          // top-level "metadata" object
+  std::vector<TraceArg> metadata;  // top-level "metadata" object
 };
 
 // JSON string literal with quotes; bytes that are not valid UTF-8 become U+FFFD so the

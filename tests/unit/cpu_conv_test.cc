@@ -120,10 +120,11 @@ struct ConvCase {
 };
 
 void check_conv(const ConvCase& cc) {
-  SCOPED_TRACE("conv n=" + std::to_string(cc.n) + " c=" + std::to_string(cc.c) + " hw=" +
-               std::to_string(cc.h) + "x" + std::to_string(cc.w) + " oc=" + std::to_string(cc.out_c) +
-               " k=" + std::to_string(cc.kh) + "x" + std::to_string(cc.kw) +
-               " group=" + std::to_string(cc.group) + " const=" + std::to_string(cc.constant_weights));
+  SCOPED_TRACE("conv n=" + std::to_string(cc.n) + " c=" + std::to_string(cc.c) +
+               " hw=" + std::to_string(cc.h) + "x" + std::to_string(cc.w) +
+               " oc=" + std::to_string(cc.out_c) + " k=" + std::to_string(cc.kh) + "x" +
+               std::to_string(cc.kw) + " group=" + std::to_string(cc.group) +
+               " const=" + std::to_string(cc.constant_weights));
   std::vector<std::pair<std::string, Tensor>> inputs = {
       {"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
       {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.kh, cc.kw}, 2)}};
@@ -174,15 +175,21 @@ TEST(CpuConv, MatchesReference) {
   check_conv({1, 3, 5, 5, 3, 5, 5, 3, {1, 1}, {0, 0, 0, 0}});
   // Bigger: K above the GEMM's K block, several M blocks.
   check_conv({1, 40, 12, 12, 160, 3, 3, 1, {1, 1}, {1, 1, 1, 1}});
+  // im2col in several column chunks that split output rows (K * pixels above the bound).
+  check_conv({1, 64, 40, 50, 8, 3, 3, 1, {1, 1}, {1, 1, 1, 1}});
+  check_conv({1, 64, 81, 79, 3, 3, 3, 1, {2, 2}, {1, 0, 2, 1}});
 }
 
 TEST(CpuMatMul, MatchesReference) {
-  struct Case { Shape a, b; bool constant_b; };
-  for (const Case& c : {Case{{7, 13}, {13, 17}, true}, Case{{2, 3, 5, 64}, {64, 33}, true},
-                        Case{{13}, {13, 9}, true}, Case{{4, 13}, {13}, false},
-                        Case{{3, 7, 19}, {3, 19, 5}, false}, Case{{2, 1, 6, 8}, {3, 8, 4}, false},
-                        Case{{1, 300}, {300, 40}, true}, Case{{130, 65}, {65, 70}, false},
-                        Case{{0, 5}, {5, 3}, true}, Case{{4, 0}, {0, 3}, true}}) {
+  struct Case {
+    Shape a, b;
+    bool constant_b;
+  };
+  for (const Case& c :
+       {Case{{7, 13}, {13, 17}, true}, Case{{2, 3, 5, 64}, {64, 33}, true},
+        Case{{13}, {13, 9}, true}, Case{{4, 13}, {13}, false}, Case{{3, 7, 19}, {3, 19, 5}, false},
+        Case{{2, 1, 6, 8}, {3, 8, 4}, false}, Case{{1, 300}, {300, 40}, true},
+        Case{{130, 65}, {65, 70}, false}, Case{{0, 5}, {5, 3}, true}, Case{{4, 0}, {0, 3}, true}}) {
     SCOPED_TRACE("matmul " + shape_to_string(c.a) + " x " + shape_to_string(c.b));
     OneNodeGraph g("MatMul", {{"A", random_tensor(c.a, 1)}, {"Bm", random_tensor(c.b, 2)}},
                    {false, c.constant_b}, {});
@@ -191,15 +198,21 @@ TEST(CpuMatMul, MatchesReference) {
 }
 
 TEST(CpuGemm, MatchesReference) {
-  struct Case { int64_t m, n, k; bool ta, tb; float alpha, beta; Shape c; bool constant_b; };
-  for (const Case& c : {Case{7, 13, 5, false, false, 1, 1, {13}, true},
-                        Case{7, 13, 5, true, true, 0.5f, 2, {7, 13}, false},
-                        Case{20, 3, 31, false, true, 1, 1, {20, 1}, true},
-                        Case{20, 3, 31, true, false, -1, 0.25f, {1, 3}, true},
-                        Case{5, 6, 7, false, false, 1, 0, {5, 6}, false},
-                        Case{5, 6, 7, false, false, 2, 1, {}, true},
-                        Case{5, 6, 7, false, false, 1, 1, {1}, true},
-                        Case{150, 70, 40, false, true, 1, 1, {70}, true}}) {
+  struct Case {
+    int64_t m, n, k;
+    bool ta, tb;
+    float alpha, beta;
+    Shape c;
+    bool constant_b;
+  };
+  for (const Case& c :
+       {Case{7, 13, 5, false, false, 1, 1, {13}, true},
+        Case{7, 13, 5, true, true, 0.5f, 2, {7, 13}, false},
+        Case{20, 3, 31, false, true, 1, 1, {20, 1}, true},
+        Case{20, 3, 31, true, false, -1, 0.25f, {1, 3}, true},
+        Case{5, 6, 7, false, false, 1, 0, {5, 6}, false},
+        Case{5, 6, 7, false, false, 2, 1, {}, true}, Case{5, 6, 7, false, false, 1, 1, {1}, true},
+        Case{150, 70, 40, false, true, 1, 1, {70}, true}}) {
     SCOPED_TRACE("gemm " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                  std::to_string(c.k) + " C=" + shape_to_string(c.c));
     Shape sa = c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k};

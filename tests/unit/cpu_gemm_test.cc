@@ -43,12 +43,15 @@ TEST(F32GemmUkernel, MatchesNaiveLoop) {
   for (const GemmKernelInfo* kernel : available_kernels()) {
     const int mr = kernel->mr, nr = kernel->nr;
     for (size_t kc : {0, 1, 2, 3, 7, 13, 127, 256}) {
-      struct Case { float alpha, beta; };
+      struct Case {
+        float alpha, beta;
+      };
       for (Case ab : {Case{1, 0}, Case{1, 1}, Case{0.5f, -2.0f}, Case{-1.5f, 0}, Case{0, 0.75f}}) {
         SCOPED_TRACE(std::string(kernel->name) + " kc=" + std::to_string(kc) +
                      " alpha=" + std::to_string(ab.alpha) + " beta=" + std::to_string(ab.beta));
         std::vector<float> a = random_floats(kc * mr, 1);
-        float* b = static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(64, (kc * nr * 4 + 63) / 64 * 64)));
+        float* b = static_cast<float*>(
+            std::aligned_alloc(64, std::max<size_t>(64, (kc * nr * 4 + 63) / 64 * 64)));
         std::vector<float> bv = random_floats(kc * nr, 2);
         std::copy(bv.begin(), bv.end(), b);
         const size_t ldc = static_cast<size_t>(nr) + 3;
@@ -91,14 +94,22 @@ std::string describe(const GemmCase& c) {
 
 double activate_ref(Activation act, double v) {
   switch (act) {
-    case Activation::kNone: return v;
-    case Activation::kRelu: return std::max(v, 0.0);
-    case Activation::kClip: return std::min(std::max(v, -0.5), 0.75);
-    case Activation::kLeakyRelu: return v >= 0 ? v : 0.1 * v;
-    case Activation::kSigmoid: return 1 / (1 + std::exp(-v));
-    case Activation::kSilu: return v / (1 + std::exp(-v));
-    case Activation::kHardSwish: return v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0);
-    case Activation::kGelu: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case Activation::kNone:
+      return v;
+    case Activation::kRelu:
+      return std::max(v, 0.0);
+    case Activation::kClip:
+      return std::min(std::max(v, -0.5), 0.75);
+    case Activation::kLeakyRelu:
+      return v >= 0 ? v : 0.1 * v;
+    case Activation::kSigmoid:
+      return 1 / (1 + std::exp(-v));
+    case Activation::kSilu:
+      return v / (1 + std::exp(-v));
+    case Activation::kHardSwish:
+      return v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0);
+    case Activation::kGelu:
+      return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
   }
   return v;
 }
@@ -143,7 +154,8 @@ void check_gemm(const GemmKernelInfo& kernel, const GemmCase& c, int threads) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double sum = 0;
-      for (int64_t p = 0; p < k; ++p) sum += double(a[i * a_rs + p * a_cs]) * b[p * b_rs + j * b_cs];
+      for (int64_t p = 0; p < k; ++p)
+        sum += double(a[i * a_rs + p * a_cs]) * b[p * b_rs + j * b_cs];
       double v = c.alpha * sum + (c.beta == 0 ? 0.0 : c.beta * double(c0[i * n + j]));
       if (c.bias == GemmEpilogue::Bias::kPerRow) v += bias[i];
       if (c.bias == GemmEpilogue::Bias::kPerColumn) v += bias[j];
@@ -214,11 +226,11 @@ TEST(F32Gemm, AlphaBetaTransposesAndPacking) {
 
 TEST(F32Gemm, Epilogues) {
   for (const GemmKernelInfo& kernel : kernels_with_small_blocks()) {
-    for (auto bias : {GemmEpilogue::Bias::kNone, GemmEpilogue::Bias::kPerRow,
-                      GemmEpilogue::Bias::kPerColumn})
-      for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kClip,
-                             Activation::kLeakyRelu, Activation::kSigmoid, Activation::kSilu,
-                             Activation::kHardSwish, Activation::kGelu})
+    for (auto bias :
+         {GemmEpilogue::Bias::kNone, GemmEpilogue::Bias::kPerRow, GemmEpilogue::Bias::kPerColumn})
+      for (Activation act :
+           {Activation::kNone, Activation::kRelu, Activation::kClip, Activation::kLeakyRelu,
+            Activation::kSigmoid, Activation::kSilu, Activation::kHardSwish, Activation::kGelu})
         for (bool residual : {false, true}) {
           GemmCase c{13, 37, 19};
           c.bias = bias;

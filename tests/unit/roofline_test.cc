@@ -1,11 +1,12 @@
 // Roofline arithmetic: known FLOPs, bytes and time -> known bound, percentage and class.
+#include "profiler/roofline.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "profiler/report.h"
-#include "profiler/roofline.h"
 
 namespace peregrine::profiler {
 namespace {
@@ -156,7 +157,9 @@ TEST(ProfileSummary, TotalsByOpTypeAndBottlenecks) {
 
 TEST(Report, EscapesModelStrings) {
   EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
-  EXPECT_EQ(html_escape(std::string("a\xff") + "b"), "a\xEF\xBF\xBD" "b");  // invalid UTF-8 -> U+FFFD
+  EXPECT_EQ(html_escape(std::string("a\xff") + "b"),
+            "a\xEF\xBF\xBD"
+            "b");  // invalid UTF-8 -> U+FFFD
   ProfileReport r;
   r.model_path = "m.onnx";
   r.roofs = kRoofs;
@@ -175,7 +178,8 @@ TEST(Report, EscapesModelStrings) {
   // Self-contained: nothing to fetch; the only URLs are SVG namespace names.
   auto count = [&](const std::string& needle) {
     size_t k = 0;
-    for (size_t at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1)) ++k;
+    for (size_t at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1))
+      ++k;
     return k;
   };
   EXPECT_EQ(count("://"), count("http://www.w3.org/2000/svg"));

@@ -1,13 +1,12 @@
 // SHA-256 against the FIPS 180-4 example vectors (NIST CSRC "Examples with
 // Intermediate Values") and padding-boundary lengths checked with Python's hashlib.
-#include <gtest/gtest.h>
+#include "lab/sha256.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "lab/sha256.h"
 
 namespace peregrine {
 namespace {
@@ -17,9 +16,11 @@ TEST(Sha256, FipsVectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqr"
-                       "lmnopqrsmnopqrstnopqrstu"),
-            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  EXPECT_EQ(
+      sha256_hex(
+          "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqr"
+          "lmnopqrsmnopqrstnopqrstu"),
+      "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
   EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
@@ -41,7 +42,8 @@ TEST(Sha256, PaddingBoundaries) {
       {119, "da18797ed7c3a777f0847f429724a2d8cd5138e6ed2895c3fa1a6d39d18f7ec6"},
       {120, "f52b23db1fbb6ded89ef42a23ce0c8922c45f25c50b568a93bf1c075420bbb7c"},
   };
-  for (const auto& [length, hex] : expected) EXPECT_EQ(sha256_hex(counting_bytes(length)), hex) << length;
+  for (const auto& [length, hex] : expected)
+    EXPECT_EQ(sha256_hex(counting_bytes(length)), hex) << length;
 }
 
 TEST(Sha256, IncrementalEqualsOneShot) {

@@ -1,5 +1,7 @@
 // Chrome trace JSON: parses back (with a small strict JSON parser below) and has the
 // schema Perfetto expects: traceEvents, ph "X", ts/dur in µs, pid/tid, args.
+#include "profiler/trace.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,8 +14,6 @@
 #include <memory>
 #include <sstream>
 #include <vector>
-
-#include "profiler/trace.h"
 
 namespace peregrine::profiler {
 namespace {
@@ -47,7 +47,8 @@ class JsonParser {
 
  private:
   void skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+      ++i_;
   }
   bool literal(const char* word) {
     const std::string w(word);
@@ -64,8 +65,15 @@ class JsonParser {
       out->kind = Json::Kind::kString;
       return string(&out->string);
     }
-    if (literal("true")) { out->kind = Json::Kind::kBool; out->boolean = true; return true; }
-    if (literal("false")) { out->kind = Json::Kind::kBool; return true; }
+    if (literal("true")) {
+      out->kind = Json::Kind::kBool;
+      out->boolean = true;
+      return true;
+    }
+    if (literal("false")) {
+      out->kind = Json::Kind::kBool;
+      return true;
+    }
     if (literal("null")) return true;
     return number(out);
   }
@@ -104,12 +112,26 @@ class JsonParser {
       if (i_ >= s_.size()) return false;
       const char e = s_[i_++];
       switch (e) {
-        case '"': case '\\': case '/': *out += e; break;
-        case 'n': *out += '\n'; break;
-        case 't': *out += '\t'; break;
-        case 'r': *out += '\r'; break;
-        case 'b': *out += '\b'; break;
-        case 'f': *out += '\f'; break;
+        case '"':
+        case '\\':
+        case '/':
+          *out += e;
+          break;
+        case 'n':
+          *out += '\n';
+          break;
+        case 't':
+          *out += '\t';
+          break;
+        case 'r':
+          *out += '\r';
+          break;
+        case 'b':
+          *out += '\b';
+          break;
+        case 'f':
+          *out += '\f';
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) return false;
           for (size_t k = 0; k < 4; ++k)
@@ -117,11 +139,14 @@ class JsonParser {
           const unsigned cp = std::stoul(s_.substr(i_, 4), nullptr, 16);
           i_ += 4;
           // Enough for these tests: ASCII as is, anything else as a marker.
-          if (cp < 0x80) *out += static_cast<char>(cp);
-          else *out += "\xEF\xBF\xBD";
+          if (cp < 0x80)
+            *out += static_cast<char>(cp);
+          else
+            *out += "\xEF\xBF\xBD";
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
     }
     return false;
@@ -130,15 +155,24 @@ class JsonParser {
     out->kind = Json::Kind::kArray;
     ++i_;
     skip_space();
-    if (i_ < s_.size() && s_[i_] == ']') { ++i_; return true; }
+    if (i_ < s_.size() && s_[i_] == ']') {
+      ++i_;
+      return true;
+    }
     while (true) {
       skip_space();
       Json item;
       if (!value(&item)) return false;
       out->array.push_back(std::move(item));
       skip_space();
-      if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-      if (i_ < s_.size() && s_[i_] == ']') { ++i_; return true; }
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return true;
+      }
       return false;
     }
   }
@@ -146,7 +180,10 @@ class JsonParser {
     out->kind = Json::Kind::kObject;
     ++i_;
     skip_space();
-    if (i_ < s_.size() && s_[i_] == '}') { ++i_; return true; }
+    if (i_ < s_.size() && s_[i_] == '}') {
+      ++i_;
+      return true;
+    }
     while (true) {
       skip_space();
       std::string key;
@@ -159,8 +196,14 @@ class JsonParser {
       if (!value(&item)) return false;
       out->object[key] = std::move(item);
       skip_space();
-      if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-      if (i_ < s_.size() && s_[i_] == '}') { ++i_; return true; }
+      if (i_ < s_.size() && s_[i_] == ',') {
+        ++i_;
+        continue;
+      }
+      if (i_ < s_.size() && s_[i_] == '}') {
+        ++i_;
+        return true;
+      }
       return false;
     }
   }
@@ -186,15 +229,27 @@ Trace sample_trace() {
   t.threads = {{77, "executor"}};
   t.events.push_back({"run 0", "run", 10.0, 500.0, 4242, 77, {{"iteration", "0"}}});
   // A name with quotes, a backslash, a newline, a control byte and invalid UTF-8.
-  t.events.push_back({std::string("conv \"1\"\\\n\x01\xff"), "node", 12.5, 300.25, 4242, 77,
+  t.events.push_back({std::string("conv \"1\"\\\n\x01\xff"),
+                      "node",
+                      12.5,
+                      300.25,
+                      4242,
+                      77,
                       {{"op_type", json_string("Conv")},
                        {"inputs", json_string("float32[1,3,8,8], float32[4,3,3,3]")},
                        {"outputs", json_string("float32[1,4,6,6]")},
                        {"flops", json_number(7776)},
                        {"bytes", json_number(1152)}}});
-  t.events.push_back({"relu", "node", 313.0, 2.0, 4242, 77,
-                      {{"op_type", json_string("Relu")}, {"flops", json_number(144)},
-                       {"bytes", json_number(std::numeric_limits<double>::infinity())}}});  // not finite -> null
+  t.events.push_back(
+      {"relu",
+       "node",
+       313.0,
+       2.0,
+       4242,
+       77,
+       {{"op_type", json_string("Relu")},
+        {"flops", json_number(144)},
+        {"bytes", json_number(std::numeric_limits<double>::infinity())}}});  // not finite -> null
   t.metadata = {{"model", json_string("m.onnx")}};
   return t;
 }
@@ -230,7 +285,8 @@ TEST(Trace, ParsesBackWithChromeTraceSchema) {
   EXPECT_EQ(metadata, 2);  // process_name and thread_name
 
   const Json& conv = events.array[3];
-  EXPECT_EQ(conv["name"].string, "conv \"1\"\\\n\x01\xEF\xBF\xBD");  // escaped, invalid byte replaced
+  EXPECT_EQ(conv["name"].string,
+            "conv \"1\"\\\n\x01\xEF\xBF\xBD");  // escaped, invalid byte replaced
   EXPECT_EQ(conv["cat"].string, "node");
   EXPECT_DOUBLE_EQ(conv["ts"].number, 12.5);
   EXPECT_DOUBLE_EQ(conv["dur"].number, 300.25);
@@ -260,18 +316,20 @@ TEST(Trace, NodeEventsNestInsideTheirRun) {
 
 TEST(Trace, JsonHelpers) {
   EXPECT_EQ(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
-  EXPECT_EQ(json_string("\xc3\xa9"), "\"\xc3\xa9\"");          // valid UTF-8 kept
-  EXPECT_EQ(json_string("\xc0\xaf"), "\"\\ufffd\\ufffd\"");    // overlong form rejected
+  EXPECT_EQ(json_string("\xc3\xa9"), "\"\xc3\xa9\"");        // valid UTF-8 kept
+  EXPECT_EQ(json_string("\xc0\xaf"), "\"\\ufffd\\ufffd\"");  // overlong form rejected
   EXPECT_EQ(json_number(std::numeric_limits<double>::quiet_NaN()), "null");
   EXPECT_EQ(json_number(1e12), "1000000000000");
   EXPECT_EQ(json_number(-0.25), "-0.25");
   EXPECT_EQ(json_number(1e300), "1e+300");
-  EXPECT_EQ(to_valid_utf8("ok\xed\xa0\x80"), "ok\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(to_valid_utf8("ok\xed\xa0\x80"),
+            "ok\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
 }
 
 TEST(Trace, WritesAtomicallyAndReportsFailure) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("peregrine_trace_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("peregrine_trace_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path file = dir / "t.json";
   ASSERT_TRUE(write_text_file_atomically(file.string(), "{}\n").is_ok());

@@ -17,6 +17,7 @@
 #include "model_inputs.h"
 #include "peregrine/session.h"
 #include "profiler/machine.h"
+#include "record_run.h"
 
 namespace peregrine::cli {
 
@@ -171,9 +172,9 @@ void print_text(const BenchResult& r) {
               l.min, l.mean, l.median, l.p90, l.p95, l.p99, l.max, l.stddev);
   std::printf("throughput:      %.2f runs/s\n", r.throughput_per_s);
   std::printf("peak RSS:        %.1f MiB\n", r.peak_rss_mb);
-  std::printf("activations:     %.2f MB written per run (sum of node outputs from static shapes; "
-              "not peak live)",
-              r.activations.bytes / 1e6);
+  std::printf("activations:     %.0f bytes (%.2f MB) written per run (sum of node outputs from "
+              "static shapes; not peak live)",
+              r.activations.bytes, r.activations.bytes / 1e6);
   if (r.activations.unknown > 0)
     std::printf(", %lld of %lld values of unknown size not counted",
                 static_cast<long long>(r.activations.unknown), static_cast<long long>(r.activations.values));
@@ -192,7 +193,7 @@ int cmd_bench(int argc, char** argv) {
   args.flag("iterations", "timed runs (exclusive with --duration-s)");
   args.flag("duration-s", "time runs for at least this long, at least 3 runs (default: 3)");
   args.toggle("json", "print one JSON object instead of text");
-  // record: the experiment-store flags (--db, --no-record) go here.
+  add_record_flags(args);  // --db, --no-record
   Status st = args.parse(argc, argv);
   if (!st.is_ok()) return print_error(st);
   if (args.help_requested()) {
@@ -266,7 +267,6 @@ int cmd_bench(int argc, char** argv) {
   auto first = s.run_values(values);
   r.first_run_ms = ms_since(t_first);
   if (!first.is_ok()) return print_error(first.status());
-  r.activations = static_activation_bytes(s.model().graph);
 
   // Warm-up: the first run counts toward it.
   double warmed_ms = r.first_run_ms;
@@ -295,6 +295,16 @@ int cmd_bench(int argc, char** argv) {
   r.throughput_per_s = r.measured_wall_ms > 0 ? r.latency.count * 1000.0 / r.measured_wall_ms : 0;
   r.peak_rss_mb = peak_rss_mib();
 
+  r.activations = static_activation_bytes(s.model().graph);
+  if (r.activations.unknown > 0) {
+    // Dims the model leaves open were fixed by the inputs; infer shapes again with them
+    // (after all measurements, so this second session costs no time or RSS above).
+    SessionOptions fixed = options;
+    for (const auto& [name, t] : *inputs) fixed.input_shapes[name] = t.shape();
+    if (auto again = Session::load(r.model, fixed); again.is_ok())
+      r.activations = static_activation_bytes((*again)->model().graph);
+  }
+
   std::ostringstream options_json;
   options_json << "{\"threads\": " << r.threads << ", \"warmup_ms\": " << number(warmup_ms)
                << ", \"iterations\": " << (iterations > 0 ? std::to_string(iterations) : "null")
@@ -302,14 +312,14 @@ int cmd_bench(int argc, char** argv) {
                << ", \"seed\": " << seed << "}";
   // The finished bench, as the experiment store records it.
   RunRecord record = to_run_record(r, options_json.str());
-  // record: store `record` here (unless --no-record); the output below does not depend on it.
-  (void)record;
+  // A store that cannot record makes the exit code non-zero, but the numbers still print.
+  const int record_exit_code = record_run(args, record);
 
   if (args.is_set("json"))
     std::fputs(result_json(r).c_str(), stdout);
   else
     print_text(r);
-  return 0;
+  return record_exit_code;
 }
 
 }  // namespace peregrine::cli

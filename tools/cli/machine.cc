@@ -1,6 +1,7 @@
 // peregrine machine: this machine's ceilings (peak FP32 FLOP/s per ISA level and thread
 // count, memory and cache bandwidth), measured once and cached per CPU.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli_common.h"
@@ -21,7 +22,10 @@ std::string human_bytes(double b) {
 void print_table(const MachineCeilings& c, const std::string& cache_path) {
   std::printf("cpu:          %s (%d logical cores)\n", c.cpu_model.c_str(), c.logical_cores);
   std::printf("fingerprint:  %s\n", c.fingerprint.c_str());
-  std::printf("measured:     %s (cache: %s)\n\n", c.measured_at.c_str(), cache_path.c_str());
+  std::error_code ec;
+  std::printf("measured:     %s (%s%s)\n\n", c.measured_at.c_str(),
+              std::filesystem::exists(cache_path, ec) ? "cached in " : "not cached",
+              std::filesystem::exists(cache_path, ec) ? cache_path.c_str() : "");
 
   std::printf("%-8s", "threads");
   for (const auto& isa : c.isa_levels) std::printf(" %10s", isa.c_str());

@@ -12,6 +12,7 @@ const char kUsage[] =
     "commands:\n"
     "  run MODEL       run a model on given or random inputs, write outputs as .npy\n"
     "  inspect MODEL   inputs, outputs, opsets, op histogram, parameters, FLOPs\n"
+    "  compile MODEL   optimize the graph (-O0..-O3) and write it as ONNX (-o OUT.onnx)\n"
     "  bench MODEL     latency and throughput statistics (trtexec-style)\n"
     "  profile MODEL   per-node times, FLOPs, bytes and roofline; Chrome trace, HTML report\n"
     "  machine         measure this machine's peak FLOP/s and memory bandwidth\n"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "machine") return peregrine::cli::cmd_machine(argc - 2, argv + 2);
   if (cmd == "runs") return peregrine::cli::cmd_runs(argc - 2, argv + 2);
   if (cmd == "compare") return peregrine::cli::cmd_compare(argc - 2, argv + 2);
+  if (cmd == "compile") return peregrine::cli::cmd_compile(argc - 2, argv + 2);
   std::fprintf(stderr, "error: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -1,12 +1,12 @@
 #include "record_run.h"
 
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "lab/build_info.h"
 #include "lab/sha256.h"
 #include "lab/store.h"
+#include "profiler/machine.h"
 
 namespace peregrine::cli {
 
@@ -43,41 +43,24 @@ int record_run(const Args& args, RunRecord& record) {
     }
   }
 
+  // The ceilings only when this machine was measured before: recording never measures.
+  if (record.machine_json.empty()) {
+    if (auto ceilings = load_cached_ceilings(); ceilings.is_ok()) {
+      record.machine_json = ceilings_to_json(*ceilings);
+      if (record.machine_fingerprint.empty()) record.machine_fingerprint = ceilings->fingerprint;
+    }
+  }
+  if (record.machine_fingerprint.empty()) {
+    CpuInfo cpu = detect_cpu();
+    record.machine_fingerprint = machine_fingerprint(cpu.model, cpu.flags, cpu.logical_cores);
+  }
+
   auto store = ExperimentStore::open(*path);
   if (!store.is_ok()) return print_error(store.status());
   auto id = store->record(record);
   if (!id.is_ok()) return print_error(id.status());
   std::fprintf(stderr, "recorded run %lld in %s\n", static_cast<long long>(*id), path->c_str());
   return 0;
-}
-
-std::string json_quote(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.12g", value);
-  return text;
 }
 
 }  // namespace peregrine::cli

@@ -1,6 +1,5 @@
 // Recording bench and profile runs in the experiment store (src/lab/store.h),
-// shared by the subcommands that measure, and small JSON helpers shared by
-// `runs` and `compare`.
+// shared by the subcommands that measure.
 #pragma once
 
 #include <string>
@@ -17,14 +16,10 @@ void add_record_flags(Args& args);
 Expected<std::string> store_path_from(const Args& args);
 
 // Unless --no-record: fills what the caller left empty (timestamp, engine commit,
-// build flags, absolute model path and its SHA-256, machine fingerprint), stores
+// build flags, absolute model path and its SHA-256, machine fingerprint, and the
+// cached machine ceilings when `peregrine machine` measured them), stores
 // the run, and prints "recorded run N in PATH" to stderr (stdout may carry --json).
 // Returns 0, or the exit code after printing the error.
 int record_run(const Args& args, RunRecord& record);
-
-// "text" with JSON escapes, quotes included.
-std::string json_quote(const std::string& text);
-// A number as JSON: NaN and infinities become null.
-std::string json_number(double value);
 
 }  // namespace peregrine::cli

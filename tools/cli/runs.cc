@@ -5,10 +5,14 @@
 
 #include "cli_common.h"
 #include "lab/store.h"
+#include "profiler/trace.h"
 #include "record_run.h"
 
 namespace peregrine::cli {
 namespace {
+
+using profiler::json_number;
+using profiler::json_string;
 
 std::string metric_text(const RunRecord& r, const char* name) {
   auto it = r.metrics.find(name);
@@ -22,7 +26,7 @@ std::string metric_text(const RunRecord& r, const char* name) {
 std::string embedded_json(const std::string& text) {
   if (text.empty()) return "null";
   if (text.front() == '{' || text.front() == '[') return text;
-  return json_quote(text);
+  return json_string(text);
 }
 
 std::string runs_to_json(const std::vector<RunRecord>& runs) {
@@ -30,16 +34,18 @@ std::string runs_to_json(const std::vector<RunRecord>& runs) {
   o << "[";
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunRecord& r = runs[i];
-    o << (i ? ",\n " : "\n ") << "{\"id\": " << r.id << ", \"kind\": " << json_quote(r.kind)
-      << ", \"timestamp\": " << json_quote(r.timestamp) << ", \"model_path\": " << json_quote(r.model_path)
-      << ", \"model_sha256\": " << json_quote(r.model_sha256)
-      << ", \"input_shapes\": " << json_quote(r.input_shapes) << ", \"options\": " << embedded_json(r.options_json)
-      << ", \"engine_commit\": " << json_quote(r.engine_commit)
-      << ", \"build_flags\": " << json_quote(r.build_flags)
-      << ", \"machine_fingerprint\": " << json_quote(r.machine_fingerprint) << ", \"metrics\": {";
+    o << (i ? ",\n " : "\n ") << "{\"id\": " << r.id << ", \"kind\": " << json_string(r.kind)
+      << ", \"timestamp\": " << json_string(r.timestamp)
+      << ", \"model_path\": " << json_string(r.model_path)
+      << ", \"model_sha256\": " << json_string(r.model_sha256)
+      << ", \"input_shapes\": " << json_string(r.input_shapes)
+      << ", \"options\": " << embedded_json(r.options_json)
+      << ", \"engine_commit\": " << json_string(r.engine_commit)
+      << ", \"build_flags\": " << json_string(r.build_flags)
+      << ", \"machine_fingerprint\": " << json_string(r.machine_fingerprint) << ", \"metrics\": {";
     bool first = true;
     for (const auto& [name, value] : r.metrics) {
-      o << (first ? "" : ", ") << json_quote(name) << ": " << json_number(value);
+      o << (first ? "" : ", ") << json_string(name) << ": " << json_number(value);
       first = false;
     }
     o << "}}";
@@ -94,15 +100,16 @@ int cmd_runs(int argc, char** argv) {
     std::printf("no runs%s in %s\n", args.has("model") ? " match" : " recorded yet", path->c_str());
     return 0;
   }
-  std::printf("%6s  %-20s  %-7s  %-28s  %10s  %10s  %-10s  %s\n", "id", "time (UTC)", "kind", "model",
-              "median ms", "p90 ms", "commit", "inputs");
+  std::printf("%6s  %-20s  %-7s  %-28s  %10s  %10s  %-10s  %s\n", "id", "time (UTC)", "kind",
+              "model", "median ms", "p90 ms", "commit", "inputs");
   for (const RunRecord& r : *runs) {
     std::string model = std::filesystem::path(r.model_path).filename().string();
     if (model.size() > 28) model = model.substr(0, 25) + "...";
     std::printf("%6lld  %-20s  %-7s  %-28s  %10s  %10s  %-10s  %s\n", static_cast<long long>(r.id),
                 r.timestamp.c_str(), r.kind.c_str(), model.c_str(),
-                metric_text(r, "latency_median_ms").c_str(), metric_text(r, "latency_p90_ms").c_str(),
-                r.engine_commit.c_str(), r.input_shapes.empty() ? "-" : r.input_shapes.c_str());
+                metric_text(r, "latency_median_ms").c_str(),
+                metric_text(r, "latency_p90_ms").c_str(), r.engine_commit.c_str(),
+                r.input_shapes.empty() ? "-" : r.input_shapes.c_str());
   }
   std::printf("%zu run%s from %s ('peregrine compare A B' compares two)\n", runs->size(),
               runs->size() == 1 ? "" : "s", path->c_str());

@@ -30,10 +30,10 @@ namespace cpu {
 // initializer, else nullptr.
 Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
     const ir::Node& node, const std::vector<const Tensor*>& constants);
-Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(
-    const ir::Node& node, const std::vector<const Tensor*>& constants);
-Expected<std::unique_ptr<PreparedKernel>> prepare_conv(
-    const ir::Node& node, const std::vector<const Tensor*>& constants);
+Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
+                                                       const std::vector<const Tensor*>& constants);
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
+                                                       const std::vector<const Tensor*>& constants);
 
 // Runs the reference kernel of ctx's op (for cases a CPU kernel does not handle).
 Status run_reference(KernelContext& ctx);

@@ -23,8 +23,8 @@ CpuFeatures detect() {
   const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), fma = ecx & (1u << 12);
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = read_xcr0();
-  const bool ymm_state = (xcr0 & 0x6) == 0x6;            // SSE + AVX
-  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;          // + opmask, ZMM_Hi256, Hi16_ZMM
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;    // SSE + AVX
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
   if (!ymm_state) return f;
   f.fma = fma;
   if (__get_cpuid_max(0, nullptr) < 7) return f;
@@ -47,9 +47,12 @@ CpuFeatures detect() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "?";
 }

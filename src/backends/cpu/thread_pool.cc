@@ -98,8 +98,7 @@ void ThreadPool::run(int64_t num_tasks, int num_threads, TaskFn fn) {
   wake_.notify_all();
   claim_tasks(0);
   // Wait for the workers: a short spin (they are usually finishing their last task), then sleep.
-  for (int i = 0; i < kSpinIterations && pending_workers_.load(std::memory_order_acquire) != 0;
-       ++i)
+  for (int i = 0; i < kSpinIterations && pending_workers_.load(std::memory_order_acquire) != 0; ++i)
     PEREGRINE_CPU_RELAX();
   if (pending_workers_.load(std::memory_order_acquire) != 0) {
     std::unique_lock<std::mutex> lock(mutex_);

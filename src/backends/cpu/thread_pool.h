@@ -23,9 +23,8 @@ class TaskFn {
  public:
   template <typename F>
   TaskFn(F& f)  // NOLINT: implicit by design, like std::function_ref
-      : obj_(static_cast<void*>(&f)), call_([](void* o, int64_t task, int thread) {
-          (*static_cast<F*>(o))(task, thread);
-        }) {}
+      : obj_(static_cast<void*>(&f)),
+        call_([](void* o, int64_t task, int thread) { (*static_cast<F*>(o))(task, thread); }) {}
   void operator()(int64_t task, int thread) const { call_(obj_, task, thread); }
 
  private:

@@ -26,8 +26,8 @@ inline float activate(float v, float p0, float p1) {
 
 // One row of the tile: bias, residual, activation. Inner loops are plain so they vectorize.
 template <Activation kAct>
-inline void epilogue_rows(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
-                          size_t col0, const GemmEpilogue& ep) {
+inline void epilogue_rows(float* c, size_t ldc, size_t rows, size_t cols, size_t row0, size_t col0,
+                          const GemmEpilogue& ep) {
   const float p0 = ep.act_alpha, p1 = ep.act_beta;
   for (size_t i = 0; i < rows; ++i) {
     float* __restrict row = c + i * ldc;
@@ -47,20 +47,25 @@ inline void epilogue_rows(float* c, size_t ldc, size_t rows, size_t cols, size_t
   }
 }
 
-inline void apply_epilogue(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
-                           size_t col0, const GemmEpilogue& ep) {
+inline void apply_epilogue(float* c, size_t ldc, size_t rows, size_t cols, size_t row0, size_t col0,
+                           const GemmEpilogue& ep) {
   switch (ep.activation) {
-    case Activation::kNone: return epilogue_rows<Activation::kNone>(c, ldc, rows, cols, row0, col0, ep);
-    case Activation::kRelu: return epilogue_rows<Activation::kRelu>(c, ldc, rows, cols, row0, col0, ep);
-    case Activation::kClip: return epilogue_rows<Activation::kClip>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kNone:
+      return epilogue_rows<Activation::kNone>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kRelu:
+      return epilogue_rows<Activation::kRelu>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kClip:
+      return epilogue_rows<Activation::kClip>(c, ldc, rows, cols, row0, col0, ep);
     case Activation::kLeakyRelu:
       return epilogue_rows<Activation::kLeakyRelu>(c, ldc, rows, cols, row0, col0, ep);
     case Activation::kSigmoid:
       return epilogue_rows<Activation::kSigmoid>(c, ldc, rows, cols, row0, col0, ep);
-    case Activation::kSilu: return epilogue_rows<Activation::kSilu>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kSilu:
+      return epilogue_rows<Activation::kSilu>(c, ldc, rows, cols, row0, col0, ep);
     case Activation::kHardSwish:
       return epilogue_rows<Activation::kHardSwish>(c, ldc, rows, cols, row0, col0, ep);
-    case Activation::kGelu: return epilogue_rows<Activation::kGelu>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kGelu:
+      return epilogue_rows<Activation::kGelu>(c, ldc, rows, cols, row0, col0, ep);
   }
 }
 

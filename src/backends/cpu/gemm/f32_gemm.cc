@@ -40,7 +40,8 @@ const GemmKernelInfo kKernels[] = {
 constexpr size_t kAlign = 64;
 
 float* aligned_floats(size_t count) {
-  const size_t bytes = std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
+  const size_t bytes =
+      std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
   void* p = std::aligned_alloc(kAlign, bytes);
   if (p == nullptr) throw std::bad_alloc();
   return static_cast<float*>(p);
@@ -120,7 +121,8 @@ const GemmKernelInfo* f32_gemm_kernel_for(Isa isa) {
 
 const GemmKernelInfo& f32_gemm_kernel() {
   const Expected<Isa>& isa = selected_isa();
-  const GemmKernelInfo* k = f32_gemm_kernel_for(isa.is_ok() ? isa.value() : cpu_features().best_isa());
+  const GemmKernelInfo* k =
+      f32_gemm_kernel_for(isa.is_ok() ? isa.value() : cpu_features().best_isa());
   return k ? *k : kKernels[0];
 }
 
@@ -136,7 +138,8 @@ PackedMatrix PackedMatrix::pack_a(const GemmKernelInfo& kernel, MatrixView a, in
   pm.kernel_ = &kernel;
   pm.panel_stride_ = k * kernel.mr;
   const int64_t panels = ceil_div(m, kernel.mr);
-  pm.data_.reset(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
+  pm.data_.reset(
+      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
   if (panels > 0 && k > 0) pack_a_block(a, 0, 0, m, k, kernel.mr, pm.data_.get());
   return pm;
 }
@@ -151,7 +154,8 @@ PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, in
   pm.kernel_ = &kernel;
   pm.panel_stride_ = k * kernel.nr;
   const int64_t panels = ceil_div(n, kernel.nr);
-  pm.data_.reset(aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
+  pm.data_.reset(
+      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
   if (panels > 0 && k > 0) pack_b_block(b, 0, 0, k, n, kernel.nr, pm.panel_stride_, pm.data_.get());
   return pm;
 }
@@ -171,29 +175,33 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   const int mr = kernel.mr, nr = kernel.nr;
   num_threads = std::max(1, num_threads);
 
-  // Macro-tile sizes: the cache blocks, shrunk (in whole register tiles) until every thread
-  // has at least one tile.
-  int64_t mc = kernel.mc, nc = kernel.nc;
-  int64_t tiles_m = ceil_div(m, mc);
-  if (tiles_m < num_threads) {
-    const int64_t tiles_n = ceil_div(num_threads, tiles_m);
-    nc = std::min<int64_t>(nc, round_up(ceil_div(n, tiles_n), nr));
-    if (tiles_m * ceil_div(n, nc) < num_threads)
-      mc = std::min<int64_t>(mc, round_up(ceil_div(m, num_threads), mr));
-    tiles_m = ceil_div(m, mc);
+  // Work split: tasks are (M part) x (N block). One thread: the whole M, N by NC, so each
+  // B block is packed once. More threads: split the dimension with more register tiles into
+  // at least num_threads parts (whole register tiles), so no thread idles.
+  int64_t nc = kernel.nc, m_part = m;
+  if (ceil_div(n, nc) < num_threads) {
+    if (ceil_div(n, nr) >= ceil_div(m, mr)) {
+      nc = std::min<int64_t>(nc, round_up(ceil_div(n, num_threads), nr));
+    } else {
+      m_part = round_up(ceil_div(m, ceil_div(num_threads, ceil_div(n, nc))), mr);
+    }
   }
-  const int64_t tiles_n = ceil_div(n, nc);
+  const int64_t parts_m = ceil_div(m, m_part), tiles_n = ceil_div(n, nc);
   const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
 
   auto task = [&](int64_t t, int) {
-    const int64_t i0 = (t % tiles_m) * mc, j0 = (t / tiles_m) * nc;
-    const int64_t mcur = std::min(mc, m - i0), ncur = std::min(nc, n - j0);
+    const int64_t m_begin = (t % parts_m) * m_part, j0 = (t / parts_m) * nc;
+    const int64_t m_end = std::min(m, m_begin + m_part), ncur = std::min(nc, n - j0);
     GemmScratch& scratch = thread_scratch();
-    float* a_buf = a.packed ? nullptr : scratch.a.get(static_cast<size_t>(round_up(mcur, mr) * kc_max));
-    float* b_buf = b.packed ? nullptr : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
-    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
+    float* a_buf = a.packed
+                       ? nullptr
+                       : scratch.a.get(static_cast<size_t>(
+                             round_up(std::min<int64_t>(kernel.mc, m_end - m_begin), mr) * kc_max));
+    float* b_buf =
+        b.packed ? nullptr : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
+    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {  // pc loop
       const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
-      // B panels (kc, NR) for columns j0 : j0 + ncur.
+      // B panels (kc, NR) for columns j0 : j0 + ncur, shared by every ic block below.
       const float* b_panels;
       int64_t b_stride;
       if (b.packed) {
@@ -204,53 +212,56 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
         pack_b_block(b.view, p0, j0, kc, ncur, nr, b_stride, b_buf);
         b_panels = b_buf;
       }
-      // A panels (kc, MR) for rows i0 : i0 + mcur.
-      const float* a_panels;
-      int64_t a_stride;
-      if (a.packed) {
-        a_panels = a.packed->panel(i0 / mr, p0);
-        a_stride = a.packed->panel_stride();
-      } else {
-        a_stride = kc * mr;
-        pack_a_block(a.view, i0, p0, mcur, kc, mr, a_buf);
-        a_panels = a_buf;
-      }
       const float beta_block = p0 == 0 ? beta : 1.0f;
       const bool last = p0 + kc == k;
-      for (int64_t jr = 0; jr < ncur; jr += nr) {
-        const int64_t ncols = std::min<int64_t>(nr, ncur - jr);
-        const float* bp = b_panels + (jr / nr) * b_stride;
-        for (int64_t ir = 0; ir < mcur; ir += mr) {
-          const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
-          const float* ap = a_panels + (ir / mr) * a_stride;
-          float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
-          if (nrows == mr && ncols == nr) {
-            kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
-                           beta_block);
-          } else {
-            // Edge: the full tile goes to scratch, the valid part is merged into C.
-            float* tile = scratch.tile;
-            kernel.ukernel(static_cast<size_t>(kc), ap, bp, tile, static_cast<size_t>(nr), alpha,
-                           0.0f);
-            for (int64_t i = 0; i < nrows; ++i) {
-              float* crow = ct + i * ldc;
-              const float* trow = tile + i * nr;
-              if (beta_block == 0.0f) {
-                for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j];
-              } else {
-                for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j] + beta_block * crow[j];
+      for (int64_t i0 = m_begin; i0 < m_end; i0 += kernel.mc) {  // ic loop
+        const int64_t mcur = std::min<int64_t>(kernel.mc, m_end - i0);
+        // A panels (kc, MR) for rows i0 : i0 + mcur.
+        const float* a_panels;
+        int64_t a_stride;
+        if (a.packed) {
+          a_panels = a.packed->panel(i0 / mr, p0);
+          a_stride = a.packed->panel_stride();
+        } else {
+          a_stride = kc * mr;
+          pack_a_block(a.view, i0, p0, mcur, kc, mr, a_buf);
+          a_panels = a_buf;
+        }
+        for (int64_t jr = 0; jr < ncur; jr += nr) {  // jr loop
+          const int64_t ncols = std::min<int64_t>(nr, ncur - jr);
+          const float* bp = b_panels + (jr / nr) * b_stride;
+          for (int64_t ir = 0; ir < mcur; ir += mr) {  // ir loop
+            const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
+            const float* ap = a_panels + (ir / mr) * a_stride;
+            float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
+            if (nrows == mr && ncols == nr) {
+              kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
+                             beta_block);
+            } else {
+              // Edge: the full tile goes to scratch, the valid part is merged into C.
+              float* tile = scratch.tile;
+              kernel.ukernel(static_cast<size_t>(kc), ap, bp, tile, static_cast<size_t>(nr), alpha,
+                             0.0f);
+              for (int64_t i = 0; i < nrows; ++i) {
+                float* crow = ct + i * ldc;
+                const float* trow = tile + i * nr;
+                if (beta_block == 0.0f) {
+                  for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j];
+                } else {
+                  for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j] + beta_block * crow[j];
+                }
               }
             }
+            if (last && !ep.empty())
+              kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
+                              static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
+                              static_cast<size_t>(j0 + jr), ep);
           }
-          if (last && !ep.empty())
-            kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
-                            static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
-                            static_cast<size_t>(j0 + jr), ep);
         }
       }
     }
   };
-  cpu_thread_pool().parallel_for(tiles_m * tiles_n, num_threads, task);
+  cpu_thread_pool().parallel_for(parts_m * tiles_n, num_threads, task);
 }
 
 }  // namespace peregrine::cpu

@@ -1,11 +1,12 @@
 // f32 GEMM, BLIS-style:  C(M, N) = epilogue(alpha * op(A)(M, K) * op(B)(K, N) + beta * C)
 //
 // Loops (assumptions: row-major C with row stride ldc; A and B any strides or pre-packed):
-//   tasks over macro-tiles (M by mc) x (N by nc), spread over the thread pool; per task:
-//     pc: K by KC      pack B(kc, nc) into NR-column panels (unless pre-packed)
-//                      pack A(mc, kc) into MR-row panels (unless pre-packed)
-//       jr: nc by NR
-//         ir: mc by MR   micro-kernel on an MR x NR tile; edge tiles via a temporary tile;
+//   jc: tasks over (M part) x (N by NC), spread over the thread pool (one thread: the whole
+//       M, so each B block is packed once); per task:
+//     pc: K by KC        pack B(kc, nc) into NR-column panels (unless pre-packed)
+//       ic: M part by MC pack A(mc, kc) into MR-row panels (unless pre-packed)
+//         jr: nc by NR
+//           ir: mc by MR micro-kernel on an MR x NR tile; edge tiles via a temporary tile;
 //                        after the last pc block the epilogue runs on the tile while it is hot.
 // beta == 0 never reads C. The micro-kernel, MR/NR and block sizes come from one per-ISA
 // table (GemmKernelInfo).

@@ -39,7 +39,8 @@ float* scratch_floats(size_t count) {
   thread_local Buffer buffer;
   if (count > buffer.capacity) {
     std::free(buffer.data);
-    buffer.data = static_cast<float*>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
+    buffer.data =
+        static_cast<float*>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
     buffer.capacity = count;
   }
   return buffer.data;
@@ -64,12 +65,22 @@ void im2col(const float* x_group, const Conv2dShape& s, int64_t in_c_group, int6
       if (ih < 0 || ih >= s.in_h) {
         std::fill(dst + q, dst + q + run, 0.0f);
       } else {
+        // Output columns [lo, hi) of this row read inside the input row; the rest are padding.
         const float* in_row = plane + ih * s.in_w;
         const int64_t off = kj * s.dil_w - s.pad_l;
-        for (int64_t j = 0; j < run; ++j) {
-          const int64_t iw = (ow0 + j) * s.stride_w + off;
-          dst[q + j] = iw >= 0 && iw < s.in_w ? in_row[iw] : 0.0f;
+        const int64_t lo =
+            std::clamp<int64_t>(off >= 0 ? 0 : (-off + s.stride_w - 1) / s.stride_w - ow0, 0, run);
+        const int64_t hi = std::clamp<int64_t>(
+            s.in_w - 1 - off < 0 ? 0 : (s.in_w - 1 - off) / s.stride_w + 1 - ow0, lo, run);
+        float* out = dst + q;
+        std::fill(out, out + lo, 0.0f);
+        const float* src = in_row + ow0 * s.stride_w + off;
+        if (s.stride_w == 1) {
+          std::copy(src + lo, src + hi, out + lo);
+        } else {
+          for (int64_t j = lo; j < hi; ++j) out[j] = src[j * s.stride_w];
         }
+        std::fill(out + hi, out + run, 0.0f);
       }
       q += run;
     }
@@ -125,8 +136,8 @@ class ConvKernel : public PreparedKernel {
       if (!depthwise) {
         for (int64_t g = 0; g < group; ++g)
           packed_w_.push_back(PackedMatrix::pack_a(
-              gemm, MatrixView{constant_w->data<float>() + g * out_c_group * k, k, 1},
-              out_c_group, k));
+              gemm, MatrixView{constant_w->data<float>() + g * out_c_group * k, k, 1}, out_c_group,
+              k));
       }
     }
   }
@@ -145,9 +156,10 @@ class ConvKernel : public PreparedKernel {
     if (bias && bias->numel() != w.dim(0)) return ctx.error("bias has the wrong size");
     PG_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(ctx.node(), {x.dim(2), x.dim(3)},
                                                          {w.dim(2), w.dim(3)}, false));
-    Conv2dShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), g.output[0], g.output[1],
-                  w.dim(2), w.dim(3), group_, g.strides[0], g.strides[1], g.dilations[0],
-                  g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
+    Conv2dShape s{x.dim(0),       x.dim(1),       x.dim(2),        x.dim(3),
+                  w.dim(0),       g.output[0],    g.output[1],     w.dim(2),
+                  w.dim(3),       group_,         g.strides[0],    g.strides[1],
+                  g.dilations[0], g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
     Tensor& y = ctx.output(0);
     if (y.numel() == 0) return Status::ok();
     const float* px = x.data<float>();
@@ -163,18 +175,17 @@ class ConvKernel : public PreparedKernel {
     const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
     const int64_t in_plane = s.in_h * s.in_w;
     const bool pointwise = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 &&
-                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 &&
-                           g.pads_end[1] == 0;
+                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
-    const int64_t chunk = std::max<int64_t>(1, std::min(pixels, kIm2colFloats / std::max<int64_t>(k, 1)));
+    const int64_t chunk =
+        std::max<int64_t>(1, std::min(pixels, kIm2colFloats / std::max<int64_t>(k, 1)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
         float* y_group = py + (n * s.out_c + grp * out_c_g) * pixels;  // (Cout_g, OH * OW)
-        const GemmOperand a = use_packed
-                                  ? GemmOperand::of(packed_w_[static_cast<size_t>(grp)])
-                                  : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
+        const GemmOperand a = use_packed ? GemmOperand::of(packed_w_[static_cast<size_t>(grp)])
+                                         : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
         GemmEpilogue ep;
         if (pb) {
           ep.bias_kind = GemmEpilogue::Bias::kPerRow;
@@ -189,8 +200,8 @@ class ConvKernel : public PreparedKernel {
         for (int64_t c0 = 0; c0 < pixels; c0 += chunk) {
           const int64_t cols = std::min(chunk, pixels - c0);
           im2col(x_group, s, in_c_g, c0, cols, col, threads);
-          f32_gemm(gemm_, out_c_g, cols, k, a, GemmOperand::of(col, cols, 1), y_group + c0,
-                   pixels, 1.0f, 0.0f, ep, threads);
+          f32_gemm(gemm_, out_c_g, cols, k, a, GemmOperand::of(col, cols, 1), y_group + c0, pixels,
+                   1.0f, 0.0f, ep, threads);
         }
       }
     }
@@ -211,8 +222,7 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(
   PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor* w = constants.size() > 1 ? constants[1] : nullptr;
-  return std::unique_ptr<PreparedKernel>(
-      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w));
+  return std::unique_ptr<PreparedKernel>(std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w));
 }
 
 }  // namespace peregrine::cpu

@@ -45,9 +45,8 @@ class MatMulKernel : public PreparedKernel {
     const int threads = ctx.num_threads();
     if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n) {
       const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M
-      f32_gemm(gemm_, k == 0 ? out.numel() / n : rows, n, k,
-               GemmOperand::of(a.data<float>(), k, 1), GemmOperand::of(*packed_b_), po, n, 1.0f,
-               0.0f, none, threads);
+      f32_gemm(gemm_, k == 0 ? out.numel() / n : rows, n, k, GemmOperand::of(a.data<float>(), k, 1),
+               GemmOperand::of(*packed_b_), po, n, 1.0f, 0.0f, none, threads);
       return Status::ok();
     }
     Shape batch_a(a2.begin(), a2.end() - 2), batch_b(b2.begin(), b2.end() - 2);
@@ -167,8 +166,8 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(
   PG_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.0f));
   PG_ASSIGN_OR_RETURN(float beta, attrs.get_float("beta", 1.0f));
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
-  return std::unique_ptr<PreparedKernel>(std::make_unique<GemmKernel>(
-      f32_gemm_kernel(), trans_a != 0, trans_b != 0, alpha, beta, b));
+  return std::unique_ptr<PreparedKernel>(
+      std::make_unique<GemmKernel>(f32_gemm_kernel(), trans_a != 0, trans_b != 0, alpha, beta, b));
 }
 
 }  // namespace peregrine::cpu

@@ -8,8 +8,8 @@
 
 namespace peregrine::cpu::avx512 {
 
-void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
-                                    size_t ldc, float alpha, float beta) {
+void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                    float alpha, float beta) {
   constexpr int kMr = 14;
   __m512 acc0[kMr], acc1[kMr];
 #pragma GCC unroll 14

@@ -4,8 +4,8 @@
 
 namespace peregrine::cpu::scalar {
 
-void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c,
-                                  size_t ldc, float alpha, float beta) {
+void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                  float alpha, float beta) {
   constexpr int kMr = 4, kNr = 8;
   float acc[kMr][kNr] = {};
   for (size_t p = 0; p < kc; ++p, a += kMr, b += kNr) {  // a: (kc, MR), b: (kc, NR)

@@ -15,22 +15,22 @@
 
 namespace peregrine::cpu {
 
-using F32GemmUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c,
-                                  size_t ldc, float alpha, float beta);
+using F32GemmUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                  float alpha, float beta);
 
 namespace scalar {
-void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c,
-                                  size_t ldc, float alpha, float beta);
+void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                  float alpha, float beta);
 }  // namespace scalar
 
 namespace avx2 {
-void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c,
-                                 size_t ldc, float alpha, float beta);
+void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                 float alpha, float beta);
 }  // namespace avx2
 
 namespace avx512 {
-void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
-                                    size_t ldc, float alpha, float beta);
+void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                    float alpha, float beta);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The main job on the bundled default model (ResNet-50 from the zoo): generate it,
+# inspect it, run it, benchmark and profile it, and compare with ONNX Runtime.
+# Everything goes to build/demo/, a folder the demo owns.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEREGRINE=${1:-build/bin/peregrine}
+OUT=build/demo
+MODEL=$OUT/resnet50.onnx
+mkdir -p "$OUT"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "model: $MODEL"
+[ -f "$MODEL" ] || python3 models/zoo.py resnet50 --out-dir "$OUT"
+
+step "peregrine inspect"
+"$PEREGRINE" inspect "$MODEL"
+
+step "peregrine run"
+rm -rf "$OUT/outputs"
+"$PEREGRINE" run "$MODEL" --output-dir "$OUT/outputs"
+
+step "peregrine machine (measured once, then cached in ~/.peregrine)"
+"$PEREGRINE" machine
+
+step "peregrine bench"
+"$PEREGRINE" bench "$MODEL" --iterations 20
+
+step "peregrine profile"
+rm -f "$OUT/trace.json" "$OUT/report.html"
+"$PEREGRINE" profile "$MODEL" --iterations 5 --trace "$OUT/trace.json" --report "$OUT/report.html"
+
+step "side by side with ONNX Runtime (1 thread)"
+python3 bench/compare.py "$MODEL" --threads 1 --iterations 5 --rounds 2
+
+step "summary"
+echo "model:          $MODEL"
+echo "outputs:        $OUT/outputs/"
+echo "Chrome trace:   $OUT/trace.json (open in https://ui.perfetto.dev)"
+echo "HTML report:    $OUT/report.html"
+echo "recorded runs:  $PEREGRINE runs --model resnet50"
