@@ -24,6 +24,8 @@ robustness: build
 
 conformance: build
 	$(BUILD)/bin/peregrine_conformance --expected-failures tests/conformance/expected_failures.txt
+	@echo "the same tests without graph optimizations (-O0) and on reference kernels only:"
+	$(BUILD)/bin/peregrine_conformance --expected-failures tests/conformance/expected_failures.txt -O0 --backend reference
 	@echo "models exported by torch.onnx.export (onnx's pytorch-converted and pytorch-operator suites):"
 	$(BUILD)/bin/peregrine_conformance --suite pytorch-converted
 	$(BUILD)/bin/peregrine_conformance --suite pytorch-operator

@@ -38,6 +38,8 @@ struct Options {
   std::string suite = "node";
   bool verbose = false;
   int timeout_s = 60;
+  int opt_level = 2;
+  std::string backend;  // "": the session's default
 };
 
 // The backend test data folder of the installed onnx package.
@@ -124,10 +126,10 @@ RuntimeValue bfloat16_from_bits(RuntimeValue v, const ir::ValueType& declared) {
 }
 
 // Runs one test; returns "" on success or the reason it failed.
-std::string run_test(const fs::path& dir) {
+std::string run_test(const fs::path& dir, const SessionOptions& options) {
   auto model = load_onnx_model((dir / "model.onnx").string());
   if (!model.is_ok()) return "load: " + model.status().message();
-  auto session = Session::load((dir / "model.onnx").string(), SessionOptions{});
+  auto session = Session::load((dir / "model.onnx").string(), options);
   if (!session.is_ok()) return "prepare: " + session.status().message();
   const ir::Graph& g = model->graph;
   std::vector<fs::path> sets;
@@ -160,14 +162,14 @@ std::string run_test(const fs::path& dir) {
 }
 
 // Forks so a crash or hang is one failed test.
-std::string run_isolated(const fs::path& dir, int timeout_s) {
+std::string run_isolated(const fs::path& dir, int timeout_s, const SessionOptions& options) {
   int fds[2];
   if (pipe(fds) != 0) return "pipe failed";
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
     alarm(static_cast<unsigned>(timeout_s));
-    std::string r = run_test(dir);
+    std::string r = run_test(dir, options);
     if (r.empty()) r = "OK";
     ssize_t n = write(fds[1], r.data(), r.size());
     (void)n;
@@ -215,10 +217,12 @@ int main(int argc, char** argv) {
     else if (a == "--filter") opt.filter = next();
     else if (a == "--suite") opt.suite = next();
     else if (a == "--timeout") opt.timeout_s = std::stoi(next());
+    else if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3') opt.opt_level = a[2] - '0';
+    else if (a == "--backend") opt.backend = next();
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "--help" || a == "-h") {
       std::cout << "usage: peregrine_conformance [--data DIR] [--expected-failures FILE] "
-                   "[--suite node|pytorch-converted|pytorch-operator|simple] [--filter SUBSTRING] [--timeout S] [-v]\n"
+                   "[--suite node|pytorch-converted|pytorch-operator|simple] [--filter SUBSTRING] [--timeout S] [-O0..-O3] [--backend cpu|reference] [-v]\n"
                    "Runs the ONNX backend tests of the installed onnx package (default suite: node);\n"
                    "-v prints every test with its result.\n";
       return 0;
@@ -239,6 +243,9 @@ int main(int argc, char** argv) {
     std::cerr << "error: ONNX node test data not found (install onnx==1.17.0 or pass --data)\n";
     return 2;
   }
+  SessionOptions session_options;
+  session_options.opt_level = opt.opt_level;
+  session_options.backend = opt.backend;
   auto expected = read_expected_failures(opt.expected_failures);
   std::vector<fs::path> tests;
   for (const auto& e : fs::directory_iterator(opt.data_dir))
@@ -249,7 +256,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> unexpected_passes;
   for (const auto& t : tests) {
     std::string name = t.filename().string();
-    std::string r = run_isolated(t, opt.timeout_s);
+    std::string r = run_isolated(t, opt.timeout_s, session_options);
     bool is_expected = expected.count(name) > 0;
     if (r.empty()) {
       ++passed;
@@ -265,7 +272,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& n : unexpected_passes)
     std::cout << "note: " << n << " passes but is listed as an expected failure\n";
-  std::cout << "ONNX " << opt.suite << " tests (" << tests.size() << " in " << opt.data_dir << "): "
+  std::cout << "ONNX " << opt.suite << " tests at -O" << opt.opt_level << " (" << tests.size() << " in " << opt.data_dir << "): "
             << (tests.empty() ? 0.0 : 100.0 * passed / tests.size()) << "% pass\n";
   std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
   return failed ? 1 : 0;
