@@ -186,6 +186,7 @@ void print_text(const BenchResult& r) {
 int cmd_bench(int argc, char** argv) {
   Args args("bench", "MODEL [options]");
   add_model_input_flags(&args);
+  add_engine_flags(&args);
   args.flag("seed", "seed of the random inputs (default: 0)");
   args.flag("threads", "worker threads (default: 1)");
   args.flag("warmup-ms", "warm up for at least this long before timing, first run included "
@@ -206,6 +207,7 @@ int cmd_bench(int argc, char** argv) {
   SessionOptions options;
   std::map<std::string, Tensor> given;
   st = parse_model_input_flags(args, &options, &given);
+  if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
   uint64_t seed = 0;
   if (args.has("seed")) {

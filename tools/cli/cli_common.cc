@@ -111,6 +111,42 @@ Expected<int64_t> parse_int(const std::string& text, const std::string& flag) {
   return std::stoll(text);
 }
 
+void add_engine_flags(Args* args) {
+  args->flag("opt-level", "graph optimization level 0..3 (also -O0..-O3; default 2): 0 none, "
+                          "1 cleanup, 2 cleanup + fusion, 3 = 2 for now");
+  args->flag("disable-pass", "NAME: skip a graph pass (repeatable; see 'peregrine compile --help')", true);
+  args->flag("backend", "cpu (optimized kernels, reference for the rest; default) or reference");
+}
+
+Status parse_engine_flags(const Args& args, SessionOptions* options) {
+  if (args.has("opt-level")) {
+    std::string v = args.get("opt-level");
+    if (v.size() != 1 || v[0] < '0' || v[0] > '3')
+      return invalid_input("--opt-level must be 0, 1, 2 or 3, got '" + v + "'");
+    options->opt_level = v[0] - '0';
+  }
+  options->disabled_passes = args.get_all("disable-pass");
+  if (args.has("backend")) {
+    std::string b = args.get("backend");
+    if (b != "cpu" && b != "reference")
+      return invalid_input("--backend must be 'cpu' or 'reference', got '" + b + "'");
+    options->backend = b;
+  }
+  return Status::ok();
+}
+
+std::vector<std::string> expand_short_flags(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '9')
+      out.push_back("--opt-level=" + a.substr(2));
+    else
+      out.push_back(a);
+  }
+  return out;
+}
+
 int print_error(const Status& st) {
   std::fprintf(stderr, "error: %s\n", st.message().c_str());
   return st.exit_code();

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "peregrine/session.h"
 
 namespace peregrine::cli {
 
@@ -46,7 +47,13 @@ Expected<std::pair<std::string, std::string>> split_assignment(const std::string
                                                                const std::string& flag);
 Expected<int64_t> parse_int(const std::string& text, const std::string& flag);
 
-int print_error(const Status& st);  // prints "error: ..." and returns the exit code
+int print_error(const Status& st);
+
+// How the engine prepares a model: --opt-level (also -O0..-O3), --disable-pass, --backend.
+void add_engine_flags(Args* args);
+Status parse_engine_flags(const Args& args, SessionOptions* options);
+// Rewrites the short forms -O0..-O3 into --opt-level=N (main() does this for every command).
+std::vector<std::string> expand_short_flags(int argc, char** argv);  // prints "error: ..." and returns the exit code
 
 int cmd_run(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);

@@ -34,21 +34,13 @@ Status apply_shape(ir::Graph& g, const std::string& name, const Shape& shape) {
 }  // namespace
 
 int cmd_compile(int argc, char** argv) {
-  // -O0..-O3 are short flags; pull them out before the long-flag parser sees them.
-  int level = passes::kDefaultOptLevel;
+  // -o is the short form of --output (main() already turned -O<N> into --opt-level=N).
   std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strlen(argv[i]) == 3 && argv[i][0] == '-' && argv[i][1] == 'O' && argv[i][2] >= '0' &&
-        argv[i][2] <= '3') {
-      level = argv[i][2] - '0';
-    } else if (!std::strcmp(argv[i], "-o")) {
-      rest.push_back(const_cast<char*>("--output"));
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
+  for (int i = 0; i < argc; ++i)
+    rest.push_back(!std::strcmp(argv[i], "-o") ? const_cast<char*>("--output") : argv[i]);
   Args args("compile", "MODEL -o OUT.onnx [-O0|-O1|-O2|-O3] [options]");
   args.flag("output", "OUT.onnx: where to write the optimized model (also -o)");
+  args.flag("opt-level", "optimization level 0..3 (also -O0..-O3; default 2)");
   args.flag("disable-pass", "NAME: skip a pass (repeatable)", true);
   args.flag("shape", "NAME=DIMS: fix an input's shape, e.g. data=1x3x224x224 (repeatable)", true);
   args.toggle("verbose", "log what each pass changed");
@@ -66,6 +58,13 @@ int cmd_compile(int argc, char** argv) {
   }
   if (args.positional().size() != 1)
     return print_error(invalid_input("peregrine compile: expected exactly one MODEL argument"));
+  int level = passes::kDefaultOptLevel;
+  if (args.has("opt-level")) {
+    std::string v = args.get("opt-level");
+    if (v.size() != 1 || v[0] < '0' || v[0] > '3')
+      return print_error(invalid_input("--opt-level must be 0, 1, 2 or 3, got '" + v + "'"));
+    level = v[0] - '0';
+  }
   if (!args.has("output")) return print_error(invalid_input("peregrine compile: -o OUT is required"));
 
   auto model = load_onnx_model(args.positional()[0]);

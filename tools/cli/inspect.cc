@@ -60,6 +60,7 @@ int cmd_inspect(int argc, char** argv) {
   Args args("inspect", "MODEL [options]");
   args.flag("shape", "NAME=DIMS: fix an input's shape for shape inference and FLOPs (repeatable)", true);
   args.toggle("json", "print one JSON object instead of text");
+  add_engine_flags(&args);
   Status st = args.parse(argc, argv);
   if (!st.is_ok()) return print_error(st);
   if (args.help_requested()) {
@@ -69,6 +70,8 @@ int cmd_inspect(int argc, char** argv) {
   if (args.positional().size() != 1)
     return print_error(invalid_input("peregrine inspect: expected exactly one MODEL argument"));
   SessionOptions options;
+  st = parse_engine_flags(args, &options);
+  if (!st.is_ok()) return print_error(st);
   for (const auto& s : args.get_all("shape")) {
     auto kv = split_assignment(s, "shape");
     if (!kv.is_ok()) return print_error(kv.status());

@@ -29,14 +29,21 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
-  if (cmd == "run") return peregrine::cli::cmd_run(argc - 2, argv + 2);
-  if (cmd == "inspect") return peregrine::cli::cmd_inspect(argc - 2, argv + 2);
-  if (cmd == "bench") return peregrine::cli::cmd_bench(argc - 2, argv + 2);
-  if (cmd == "profile") return peregrine::cli::cmd_profile(argc - 2, argv + 2);
-  if (cmd == "machine") return peregrine::cli::cmd_machine(argc - 2, argv + 2);
-  if (cmd == "runs") return peregrine::cli::cmd_runs(argc - 2, argv + 2);
-  if (cmd == "compare") return peregrine::cli::cmd_compare(argc - 2, argv + 2);
-  if (cmd == "compile") return peregrine::cli::cmd_compile(argc - 2, argv + 2);
+  // -O2 and friends become --opt-level=2 so each command's strict parser sees one form.
+  std::vector<std::string> expanded = peregrine::cli::expand_short_flags(argc - 2, argv + 2);
+  std::vector<char*> rest;
+  for (auto& a : expanded) rest.push_back(a.data());
+  rest.push_back(nullptr);
+  const int n = static_cast<int>(expanded.size());
+  char** args = rest.data();
+  if (cmd == "run") return peregrine::cli::cmd_run(n, args);
+  if (cmd == "inspect") return peregrine::cli::cmd_inspect(n, args);
+  if (cmd == "bench") return peregrine::cli::cmd_bench(n, args);
+  if (cmd == "profile") return peregrine::cli::cmd_profile(n, args);
+  if (cmd == "machine") return peregrine::cli::cmd_machine(n, args);
+  if (cmd == "runs") return peregrine::cli::cmd_runs(n, args);
+  if (cmd == "compare") return peregrine::cli::cmd_compare(n, args);
+  if (cmd == "compile") return peregrine::cli::cmd_compile(n, args);
   std::fprintf(stderr, "error: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -209,6 +209,7 @@ std::string json_report(const profiler::ProfileReport& r, double overhead_percen
 int cmd_profile(int argc, char** argv) {
   Args args("profile", "MODEL [options]");
   add_model_input_flags(&args);
+  add_engine_flags(&args);
   args.flag("threads", "worker threads (default: 1)");
   args.flag("iterations", "profiled runs (default: 10); as many untimed runs are interleaved");
   args.flag("trace", "write a Chrome trace (JSON, loads in Perfetto) of the profiled runs to FILE");
@@ -229,6 +230,7 @@ int cmd_profile(int argc, char** argv) {
   SessionOptions options;
   std::map<std::string, Tensor> given;  // --input files are read here, before any timing
   st = parse_model_input_flags(args, &options, &given);
+  if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
   if (args.has("threads")) {
     auto v = parse_int(args.get("threads"), "threads");

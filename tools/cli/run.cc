@@ -26,6 +26,7 @@ std::string safe_file_name(const std::string& name) {
 int cmd_run(int argc, char** argv) {
   Args args("run", "MODEL [options]");
   add_model_input_flags(&args);
+  add_engine_flags(&args);
   args.flag("output-dir", "where to write <output>.npy (default: peregrine_outputs)");
   args.flag("seed", "seed of the random inputs (default: 0)");
   args.flag("threads", "worker threads (default: 1)");
@@ -42,6 +43,7 @@ int cmd_run(int argc, char** argv) {
   SessionOptions options;
   std::map<std::string, Tensor> given;
   st = parse_model_input_flags(args, &options, &given);
+  if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
   uint64_t seed = 0;
   if (args.has("seed")) {

@@ -1,5 +1,6 @@
 // The optimized CPU backend: claims the nodes it runs fast (float32 MatMul, Gemm and 2-D
-// Conv); every other op falls back to the reference backend. Kernels for a dtype or rank they
+// Conv, and their fused forms peregrine.FusedMatMul / FusedGemm / FusedConv, whose activation
+// and residual Z become the GEMM epilogue); every other op falls back to the reference backend. Kernels for a dtype or rank they
 // do not handle delegate to the reference kernel of the same op at run time.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/gemm/f32_gemm.h"
 
 namespace peregrine {
 
@@ -26,14 +28,30 @@ const CpuBackend& cpu_backend();
 
 namespace cpu {
 
+// What a fused node adds to its base op: act(base(...) + Z).
+struct FusedEpilogue {
+  Activation activation = Activation::kNone;
+  float p0 = 0.0f, p1 = 0.0f;  // LeakyRelu: alpha; Clip: min, max
+  int z_input = -1;            // index of the optional Z input; -1 for the plain ONNX op
+};
+
+// Reads a peregrine.Fused* node's `activation` / `activation_params` (plain ops: none).
+Expected<FusedEpilogue> read_fused_epilogue(const ir::Node& node);
+
 // Kernel factories (kernels/<op>.cc). `constants[i]` is input i's value when it is an
 // initializer, else nullptr.
 Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
-    const ir::Node& node, const std::vector<const Tensor*>& constants);
-Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
-                                                       const std::vector<const Tensor*>& constants);
-Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
-                                                       const std::vector<const Tensor*>& constants);
+    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
+Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(
+    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv(
+    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
+
+// The Z input of a fused node when it has exactly the output's shape (it is then the
+// epilogue's residual); nullptr when absent. `*other` is set when Z is present but broadcast
+// (the caller then runs the reference kernel).
+const Tensor* residual_input(const KernelContext& ctx, const FusedEpilogue& fused,
+                             const Tensor& out, bool* other);
 
 // Runs the reference kernel of ctx's op (for cases a CPU kernel does not handle).
 Status run_reference(KernelContext& ctx);

@@ -21,6 +21,9 @@ inline float activate(float v, float p0, float p1) {
   if constexpr (kAct == Activation::kHardSwish)
     return v * std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
   if constexpr (kAct == Activation::kGelu) return 0.5f * v * (1.0f + std::erf(v * 0.70710678f));
+  if constexpr (kAct == Activation::kGeluTanh)
+    return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+  if constexpr (kAct == Activation::kTanh) return std::tanh(v);
   return v;
 }
 
@@ -66,6 +69,10 @@ inline void apply_epilogue(float* c, size_t ldc, size_t rows, size_t cols, size_
       return epilogue_rows<Activation::kHardSwish>(c, ldc, rows, cols, row0, col0, ep);
     case Activation::kGelu:
       return epilogue_rows<Activation::kGelu>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kGeluTanh:
+      return epilogue_rows<Activation::kGeluTanh>(c, ldc, rows, cols, row0, col0, ep);
+    case Activation::kTanh:
+      return epilogue_rows<Activation::kTanh>(c, ldc, rows, cols, row0, col0, ep);
   }
 }
 

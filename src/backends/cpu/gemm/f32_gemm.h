@@ -21,7 +21,18 @@
 
 namespace peregrine::cpu {
 
-enum class Activation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kSilu, kHardSwish, kGelu };
+enum class Activation {
+  kNone,
+  kRelu,
+  kClip,
+  kLeakyRelu,
+  kSigmoid,
+  kSilu,
+  kHardSwish,
+  kGelu,      // exact: 0.5 x (1 + erf(x / sqrt 2))
+  kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+  kTanh,
+};
 
 // Applied to each output element once its full K sum is known, in this order:
 //   v = alpha * sum + beta * C;  v += bias;  v += residual;  C = activation(v)
