@@ -33,6 +33,17 @@ struct SessionOptions {
   int opt_level = 2;
   // Passes to skip by name (see src/passes/pipelines.cc).
   std::vector<std::string> disabled_passes;
+  // Static memory plan: intermediates with static shapes share one arena (src/planner/).
+  bool memory_plan = true;
+};
+
+// The static memory plan's sizes (all zero without a plan).
+struct MemoryPlanStats {
+  int64_t arena_bytes = 0;        // the arena the session allocated
+  int64_t lower_bound_bytes = 0;  // the largest sum of planned bytes live at one step
+  int64_t unshared_bytes = 0;     // every planned tensor in its own buffer
+  int64_t planned_values = 0;
+  int64_t in_place_steps = 0;     // outputs written over (or viewing) an input's block
 };
 
 // One graph input or output as a user sees it.
@@ -61,6 +72,10 @@ class Session {
   Expected<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs,
                                                  std::vector<NodeTiming>* timings = nullptr);
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
+  // For static models: inputs in graph order; outputs written into caller-provided tensors of
+  // the outputs' dtypes and shapes. Once warm, allocates nothing when the kernels don't.
+  Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  MemoryPlanStats memory_plan_stats() const;
 
  private:
   Session() = default;

@@ -33,7 +33,8 @@ class KernelContext {
                 int num_threads)
       : node_(node), attrs_(node), inputs_(std::move(inputs)),
         output_types_(std::move(output_types)), outputs_(node.outputs.size()),
-        subgraph_runner_(std::move(subgraph_runner)), num_threads_(num_threads) {}
+        bound_(node.outputs.size(), kUnbound), subgraph_runner_(std::move(subgraph_runner)),
+        num_threads_(num_threads) {}
 
   const ir::Node& node() const { return node_; }
   int opset() const { return node_.opset; }
@@ -55,9 +56,37 @@ class KernelContext {
   // Requires a static inferred shape; ops with data-dependent shapes use allocate_output.
   Tensor& output(size_t i);
   Tensor& allocate_output(size_t i, DType dtype, const Shape& shape);
-  void set_output(size_t i, Tensor t) { outputs_[i] = RuntimeValue::of(std::move(t)); }
-  void set_output_value(size_t i, RuntimeValue v) { outputs_[i] = std::move(v); }
+  void set_output(size_t i, Tensor t) {
+    outputs_[i] = RuntimeValue::of(std::move(t));
+    bound_[i] = kUnbound;
+  }
+  void set_output_value(size_t i, RuntimeValue v) {
+    outputs_[i] = std::move(v);
+    bound_[i] = kUnbound;
+  }
   const ir::ValueType& output_type(size_t i) const { return output_types_[i]; }
+
+  // Executor side: one context per node is reused across runs, so nothing here allocates.
+  // Pre-sets output i to `t` (a block of the memory plan's arena, a caller's output buffer):
+  // output(i) returns it, zero-filled on first use when `zero_fill` (kernels may accumulate
+  // into a fresh output); allocate_output(i, ...) reuses it when dtype and shape match and
+  // zero_fill is set; set_output()/set_output_value() replace it, and the executor keeps or
+  // copies whatever the kernel left. Without zero_fill the block may hold an input's data (an
+  // in-place step), which output() hands over unchanged.
+  void bind_output(size_t i, Tensor&& t, bool zero_fill) {
+    outputs_[i].kind = RuntimeValue::Kind::kTensor;
+    outputs_[i].tensor = std::move(t);
+    bound_[i] = zero_fill ? kBoundNeedsZero : kBoundReady;
+  }
+  // Forgets last run's outputs and bindings (outputs become none).
+  void reset_outputs() {
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (!outputs_[i].is_none()) outputs_[i] = RuntimeValue();
+      bound_[i] = kUnbound;
+    }
+  }
+  void set_input(size_t i, const RuntimeValue* v) { inputs_[i] = v; }
+  std::vector<ir::ValueType>& mutable_output_types() { return output_types_; }
 
   Expected<std::vector<RuntimeValue>> run_subgraph(const ir::Graph& g,
                                                    const std::vector<RuntimeValue>& inputs) {
@@ -76,6 +105,8 @@ class KernelContext {
   std::vector<const RuntimeValue*> inputs_;
   std::vector<ir::ValueType> output_types_;
   std::vector<RuntimeValue> outputs_;
+  enum : uint8_t { kUnbound, kBoundNeedsZero, kBoundReady };
+  std::vector<uint8_t> bound_;  // per output: was it pre-set by bind_output()?
   SubgraphRunner subgraph_runner_;
   int num_threads_;
 };

@@ -60,6 +60,17 @@ Tensor Tensor::zeros(DType dtype, const Shape& shape) {
   return std::move(t).value();
 }
 
+Tensor Tensor::view(DType dtype, const Shape& shape, void* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.numel_ = 1;
+  for (int64_t d : shape) t.numel_ *= d;
+  // The aliasing constructor with an empty owner: points at `data`, owns nothing.
+  t.buffer_ = std::shared_ptr<uint8_t>(std::shared_ptr<uint8_t>(), static_cast<uint8_t*>(data));
+  return t;
+}
+
 Tensor Tensor::reshaped(const Shape& shape) const {
   Tensor t = *this;
   t.shape_ = shape;

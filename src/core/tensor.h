@@ -38,6 +38,10 @@ class Tensor {
   static Tensor from_vector(const std::vector<T>& values, Shape shape);
   template <typename T>
   static Tensor scalar(T value) { return from_vector<T>({value}, {}); }
+  // A tensor over memory it does not own (a block of an executor's arena, a caller's buffer):
+  // no allocation besides the shape, no zero-fill. The owner keeps `data` alive, large enough
+  // and suitably aligned for as long as any copy of the view is in use. Not for strings.
+  static Tensor view(DType dtype, const Shape& shape, void* data);
 
   bool defined() const { return dtype_ != DType::kUndefined; }
   DType dtype() const { return dtype_; }

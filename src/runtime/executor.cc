@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "ir/verifier.h"
@@ -10,17 +12,51 @@
 
 namespace peregrine {
 
+namespace {
+
+constexpr int kNoInput = -1;     // an omitted optional input
+constexpr int kOuterInput = -2;  // a name of an enclosing graph, looked up per run
+
+std::vector<const ir::Graph*> subgraphs_of(const ir::Node& n) {
+  std::vector<const ir::Graph*> subs;
+  for (const auto& [key, a] : n.attributes) {
+    if (a.g) subs.push_back(a.g.get());
+    for (const auto& sg : a.graphs) subs.push_back(sg.get());
+  }
+  return subs;
+}
+
+}  // namespace
+
+// Per node, what each run needs without recomputing it.
+struct GraphExecutor::Step {
+  std::vector<int> in_slots;             // slot per input, or kNoInput / kOuterInput
+  std::vector<int> out_slots;            // slot per output, -1 where nobody wants it
+  std::vector<int> release;              // unplanned slots dead after this step
+  std::vector<const planner::PlannedValue*> planned;  // per output, null when not planned
+  std::vector<int> graph_output;         // per output: index in graph outputs, or -1
+  bool static_types = false;             // output types fixed at load time: skip inference
+  std::unique_ptr<KernelContext> ctx;    // reused across runs
+};
+
 const RuntimeValue* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->parent) {
-    auto it = s->values->find(name);
-    if (it != s->values->end()) return &it->second;
+    if (!s->index) continue;
+    auto it = s->index->find(name);
+    if (it != s->index->end()) return &(*s->slots)[static_cast<size_t>(it->second)];
   }
   return nullptr;
 }
 
+GraphExecutor::GraphExecutor(const ir::Graph& graph, int num_threads)
+    : graph_(graph), num_threads_(num_threads) {}
+
+GraphExecutor::~GraphExecutor() { std::free(arena_); }
+
 Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& graph,
                                                                std::vector<const Backend*> backends,
-                                                               int num_threads) {
+                                                               int num_threads,
+                                                               bool plan_memory) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
   const SchemaRegistry& schemas = SchemaRegistry::global();
@@ -51,39 +87,148 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
     if (!kernel) return unsupported(node->describe() + ": no backend implements this op");
     ex->kernels_.push_back(std::move(kernel));
     // Subgraphs are planned now too, so an unsupported op anywhere fails at load time.
-    for (const auto& [key, a] : node->attributes) {
-      std::vector<const ir::Graph*> subs;
-      if (a.g) subs.push_back(a.g.get());
-      for (const auto& sg : a.graphs) subs.push_back(sg.get());
-      for (const ir::Graph* sg : subs) {
-        auto sub = create(*sg, backends, num_threads);
-        if (!sub.is_ok()) return sub.status();
-        ex->subgraph_executors_.emplace(sg, std::move(sub).value());
-      }
+    for (const ir::Graph* sg : subgraphs_of(*node)) {
+      auto sub = create(*sg, backends, num_threads);
+      if (!sub.is_ok()) return sub.status();
+      ex->subgraph_executors_.emplace(sg, std::move(sub).value());
     }
   }
-  // Liveness: release each local value after its last reader (graph outputs never).
-  std::map<std::string, size_t> last_use;
+
+  // Slots: graph inputs, initializers, then node outputs; everything else is an outer name.
+  auto slot = [&](const std::string& name) {
+    auto [it, added] = ex->slot_of_.emplace(name, static_cast<int>(ex->slots_.size()));
+    if (added) ex->slots_.emplace_back();
+    return it->second;
+  };
+  for (const auto& name : graph.inputs) ex->input_slots_.push_back(slot(name));
+  for (const auto& [name, v] : graph.values)
+    if (v.initializer) ex->slots_[slot(name)] = RuntimeValue::of(*v.initializer);
+  for (const auto& n : graph.nodes)
+    for (const auto& o : n->outputs)
+      if (!o.empty()) slot(o);
+  ex->initializer_slot_.assign(ex->slots_.size(), 0);
+  for (const auto& [name, v] : graph.values)
+    if (v.initializer && !std::count(graph.inputs.begin(), graph.inputs.end(), name))
+      ex->initializer_slot_[ex->slot_of_[name]] = 1;
+  for (const auto& name : graph.outputs) {
+    auto it = ex->slot_of_.find(name);  // a subgraph may output an outer value (-1)
+    ex->output_slots_.push_back(it == ex->slot_of_.end() ? -1 : it->second);
+  }
+
+  bool static_inputs = plan_memory;
+  for (const auto& name : graph.inputs) {
+    const ir::Value* v = graph.find_value(name);
+    static_inputs &= v && v->type.is_static();
+  }
+  if (plan_memory) {
+    ex->plan_ = std::make_unique<planner::MemoryPlan>(planner::plan_memory(graph));
+    if (ex->plan_->arena_bytes > 0) {
+      ex->arena_size_ = static_cast<size_t>(ex->plan_->arena_bytes);
+      ex->arena_ = static_cast<uint8_t*>(std::aligned_alloc(planner::kArenaAlignment,
+                                                            ex->arena_size_));
+      if (!ex->arena_)
+        return internal_error("out of memory allocating a " + std::to_string(ex->arena_size_) +
+                              "-byte activation arena");
+    }
+    // Planned slots hold their arena views from the start, so runs never rebuild them.
+    for (const auto& [name, pv] : ex->plan_->values)
+      ex->slots_[ex->slot_of_[name]] =
+          RuntimeValue::of(Tensor::view(pv.dtype, pv.dims, ex->arena_ + pv.offset));
+  }
+
+  // Liveness: release each unplanned local value after its last reader (graph outputs
+  // never); a value nobody reads goes right after its producer.
+  std::vector<int> last_use(ex->slots_.size(), -1);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = *graph.nodes[i];
+    auto read = [&](const std::string& name) {
+      auto it = ex->slot_of_.find(name);
+      if (it != ex->slot_of_.end()) last_use[it->second] = static_cast<int>(i);
+    };
     for (const auto& in : n.inputs)
-      if (!in.empty()) last_use[in] = i;
-    for (const auto& [k, a] : n.attributes) {
-      std::vector<const ir::Graph*> subs;
-      if (a.g) subs.push_back(a.g.get());
-      for (const auto& sg : a.graphs) subs.push_back(sg.get());
-      for (const ir::Graph* sg : subs)
-        for (const auto& fv : ir::free_variables(*sg)) last_use[fv] = i;
-    }
+      if (!in.empty()) read(in);
+    for (const ir::Graph* sg : subgraphs_of(n))
+      for (const auto& fv : ir::free_variables(*sg)) read(fv);
+    for (const auto& o : n.outputs)
+      if (!o.empty()) {
+        int& last = last_use[ex->slot_of_[o]];
+        last = std::max(last, static_cast<int>(i));
+      }
   }
   std::set<std::string> keep(graph.outputs.begin(), graph.outputs.end());
-  ex->release_after_.resize(graph.nodes.size());
-  std::set<std::string> produced;
-  for (const auto& n : graph.nodes)
-    for (const auto& o : n->outputs) produced.insert(o);
-  for (const auto& [name, i] : last_use)
-    if (!keep.count(name) && produced.count(name)) ex->release_after_[i].push_back(name);
+  ex->steps_.resize(graph.nodes.size());
+  std::set<int> produced;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& n = *graph.nodes[i];
+    Step& st = ex->steps_[i];
+    for (const auto& in : n.inputs) {
+      auto it = in.empty() ? ex->slot_of_.end() : ex->slot_of_.find(in);
+      st.in_slots.push_back(in.empty() ? kNoInput
+                            : it == ex->slot_of_.end() ? kOuterInput : it->second);
+    }
+    bool static_types = static_inputs && subgraphs_of(n).empty();
+    std::vector<ir::ValueType> out_types(n.outputs.size());
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const std::string& o = n.outputs[k];
+      const ir::Value* v = o.empty() ? nullptr : graph.find_value(o);
+      // An unnamed output has no load-time type, yet a kernel may still fill it.
+      static_types &= v && v->type.is_static();
+      if (v) out_types[k] = v->type;
+      st.out_slots.push_back(o.empty() ? -1 : ex->slot_of_[o]);
+      const planner::PlannedValue* pv = nullptr;
+      if (ex->plan_ && ex->plan_->values.count(o)) pv = &ex->plan_->values.at(o);
+      st.planned.push_back(pv);
+      auto g = std::find(graph.outputs.begin(), graph.outputs.end(), o);
+      st.graph_output.push_back(o.empty() || g == graph.outputs.end()
+                                    ? -1 : static_cast<int>(g - graph.outputs.begin()));
+      if (!o.empty() && !keep.count(o) && !pv && produced.insert(ex->slot_of_[o]).second)
+        ex->steps_[static_cast<size_t>(last_use[ex->slot_of_[o]])].release.push_back(
+            ex->slot_of_[o]);
+    }
+    for (const auto& in : n.inputs) {
+      const ir::Value* v = in.empty() ? nullptr : graph.find_value(in);
+      static_types &= in.empty() || (v && v->type.is_static());
+    }
+    st.static_types = static_types;
+    GraphExecutor* self = ex.get();
+    st.ctx = std::make_unique<KernelContext>(
+        n, std::vector<const RuntimeValue*>(n.inputs.size(), nullptr),
+        static_types ? std::move(out_types) : std::vector<ir::ValueType>(n.outputs.size()),
+        [self](const ir::Graph& g, const std::vector<RuntimeValue>& sub_inputs) {
+          return self->run_subgraph(g, sub_inputs, &self->scope_);
+        },
+        num_threads);
+  }
+  ex->output_views_.resize(graph.outputs.size());
   return ex;
+}
+
+bool GraphExecutor::in_arena(const void* p) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return arena_ && b >= arena_ && b < arena_ + arena_size_;
+}
+
+void GraphExecutor::detach_from_arena(RuntimeValue& v) const {
+  if (!arena_) return;
+  if (v.is_tensor() && in_arena(v.tensor.raw())) v.tensor = v.tensor.clone();
+  for (Tensor& t : v.sequence)
+    if (in_arena(t.raw())) t = t.clone();
+}
+
+Status GraphExecutor::check_static_inputs(bool always) const {
+  // A plan or cached types assume the declared input shapes; the session checks them too.
+  if (!plan_ && !always) return Status::ok();
+  for (size_t j = 0; j < graph_.inputs.size(); ++j) {
+    const ir::Value* v = graph_.find_value(graph_.inputs[j]);
+    const RuntimeValue& rv = slots_[static_cast<size_t>(input_slots_[j])];
+    if (!v || !v->type.is_static() || !rv.is_tensor()) continue;
+    if (rv.tensor.dtype() != v->type.dtype || rv.tensor.shape() != v->type.dims)
+      return invalid_input("input '" + graph_.inputs[j] + "' has " +
+                           std::string(dtype_name(rv.tensor.dtype())) + " shape " +
+                           shape_to_string(rv.tensor.shape()) + ", the plan expects " +
+                           v->type.to_string());
+  }
+  return Status::ok();
 }
 
 Expected<std::vector<RuntimeValue>> GraphExecutor::run_subgraph(
@@ -104,58 +249,138 @@ Expected<std::vector<RuntimeValue>> GraphExecutor::run_subgraph(
 Expected<std::vector<RuntimeValue>> GraphExecutor::run(
     const std::map<std::string, RuntimeValue>& inputs, const Scope* outer,
     std::vector<NodeTiming>* timings) {
-  std::map<std::string, RuntimeValue> values;
-  for (const auto& [name, v] : graph_.values)
-    if (v.initializer) values[name] = RuntimeValue::of(*v.initializer);
-  for (const auto& name : graph_.inputs) {
-    auto it = inputs.find(name);
-    if (it == inputs.end()) return invalid_input("graph input '" + name + "' was not given");
-    values[name] = it->second;
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  for (size_t j = 0; j < graph_.inputs.size(); ++j) {
+    auto it = inputs.find(graph_.inputs[j]);
+    if (it == inputs.end())
+      return invalid_input("graph input '" + graph_.inputs[j] + "' was not given");
+    slots_[static_cast<size_t>(input_slots_[j])] = it->second;
   }
-  Scope scope{&values, outer};
+  Status st = execute(outer, timings, nullptr);
+  std::vector<RuntimeValue> outputs;
+  for (size_t j = 0; st.is_ok() && j < graph_.outputs.size(); ++j) {
+    const RuntimeValue* v = output_slots_[j] >= 0
+                                ? &slots_[static_cast<size_t>(output_slots_[j])]
+                                : scope_.find(graph_.outputs[j]);
+    if (!v) st = internal_error("graph output '" + graph_.outputs[j] + "' was not produced");
+    else outputs.push_back(*v);
+  }
+  // Drop this run's inputs and outputs so the executor holds no user memory between runs.
+  for (int s : input_slots_) slots_[static_cast<size_t>(s)] = RuntimeValue();
+  for (int s : output_slots_)
+    if (s >= 0 && !initializer_slot_[static_cast<size_t>(s)])
+      slots_[static_cast<size_t>(s)] = RuntimeValue();
+  if (!st.is_ok()) return st;
+  return outputs;
+}
+
+Status GraphExecutor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (inputs.size() != graph_.inputs.size() || outputs.size() != graph_.outputs.size())
+    return invalid_input("run_into: the model takes " + std::to_string(graph_.inputs.size()) +
+                         " inputs and gives " + std::to_string(graph_.outputs.size()) +
+                         " outputs; given " + std::to_string(inputs.size()) + " and " +
+                         std::to_string(outputs.size()));
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const ir::Value* v = graph_.find_value(graph_.outputs[j]);
+    if (output_slots_[j] < 0 || !v || !v->type.is_static() || v->type.dtype == DType::kString)
+      return unsupported("run_into: output '" + graph_.outputs[j] + "' has no static shape");
+    const Tensor& t = outputs[j];
+    if (t.dtype() != v->type.dtype || t.shape() != v->type.dims || !t.raw())
+      return invalid_input("run_into: output '" + graph_.outputs[j] + "' must be a " +
+                           v->type.to_string() + " tensor");
+  }
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    RuntimeValue& rv = slots_[static_cast<size_t>(input_slots_[j])];
+    rv.kind = RuntimeValue::Kind::kTensor;
+    rv.tensor = inputs[j];  // copy-assign: reuses the slot's shape storage
+  }
+  PG_RETURN_IF_ERROR(execute(nullptr, nullptr, &outputs));
+  // Outputs a kernel did not write in place (it replaced the binding) are copied over.
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const RuntimeValue& rv = slots_[static_cast<size_t>(output_slots_[j])];
+    Tensor& dst = outputs[j];
+    if (!rv.is_tensor())
+      return internal_error("graph output '" + graph_.outputs[j] + "' is not a tensor");
+    if (rv.tensor.raw() == dst.raw()) continue;
+    if (rv.tensor.dtype() != dst.dtype() || rv.tensor.nbytes() != dst.nbytes())
+      return internal_error("graph output '" + graph_.outputs[j] + "' does not match its type");
+    std::memcpy(dst.raw(), rv.tensor.raw(), dst.nbytes());
+  }
+  // Keep the views of the caller's buffers for the next run (the same buffers usually).
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const size_t s = static_cast<size_t>(output_slots_[j]);
+    if (initializer_slot_[s]) continue;
+    if (slots_[s].is_tensor() && slots_[s].tensor.raw() == outputs[j].raw())
+      output_views_[j] = std::move(slots_[s].tensor);
+    slots_[s] = RuntimeValue();
+  }
+  return Status::ok();
+}
+
+Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timings,
+                              std::vector<Tensor>* out_buffers) {
+  scope_ = Scope{&slot_of_, &slots_, outer};
+  PG_RETURN_IF_ERROR(check_static_inputs(/*always=*/out_buffers != nullptr));
   const SchemaRegistry& schemas = SchemaRegistry::global();
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  const ir::ValueType unknown;
 
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const ir::Node& node = *graph_.nodes[i];
-    std::vector<const RuntimeValue*> in;
-    std::vector<ir::ValueType> in_types_store(node.inputs.size());
-    std::vector<const ir::ValueType*> in_types;
-    std::vector<const Tensor*> in_values;
+    Step& step = steps_[i];
+    KernelContext& kctx = *step.ctx;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
-      const std::string& name = node.inputs[k];
-      if (name.empty()) {
-        in.push_back(nullptr);
-        in_types.push_back(nullptr);
-        in_values.push_back(nullptr);
-        continue;
-      }
-      const RuntimeValue* v = scope.find(name);
-      if (!v) return internal_error(node.describe() + ": input '" + name + "' has no value at run time");
-      in.push_back(v);
-      in_types_store[k] = type_of(*v);
-      in_types.push_back(&in_types_store[k]);
-      in_values.push_back(v->is_tensor() ? &v->tensor : nullptr);
+      const int s = step.in_slots[k];
+      const RuntimeValue* v = s >= 0 ? &slots_[static_cast<size_t>(s)]
+                              : s == kOuterInput ? scope_.find(node.inputs[k]) : nullptr;
+      if (s == kOuterInput && !v)
+        return internal_error(node.describe() + ": input '" + node.inputs[k] +
+                              "' has no value at run time");
+      kctx.set_input(k, v);
     }
-    const OpSchema* schema = schemas.find(node.domain, node.op_type);
-    InferContext ictx(node, in_types, in_values);
-    PG_RETURN_IF_ERROR(schema->infer(ictx));
+    if (!step.static_types) {
+      std::vector<ir::ValueType> in_types_store(node.inputs.size());
+      std::vector<const ir::ValueType*> in_types(node.inputs.size(), nullptr);
+      std::vector<const Tensor*> in_values(node.inputs.size(), nullptr);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        if (!kctx.input_present_slot(k)) continue;
+        const RuntimeValue& v = kctx.input_value(k);
+        in_types_store[k] = type_of(v);
+        in_types[k] = &in_types_store[k];
+        in_values[k] = v.is_tensor() ? &v.tensor : nullptr;
+      }
+      const OpSchema* schema = schemas.find(node.domain, node.op_type);
+      InferContext ictx(node, in_types, in_values);
+      PG_RETURN_IF_ERROR(schema->infer(ictx));
+      kctx.mutable_output_types() = ictx.output_types();
+    }
 
-    const Scope* node_scope = &scope;
-    KernelContext kctx(
-        node, in, ictx.output_types(),
-        [this, node_scope](const ir::Graph& g, const std::vector<RuntimeValue>& sub_inputs) {
-          return run_subgraph(g, sub_inputs, node_scope);
-        },
-        num_threads_);
+    // Pre-bind outputs: arena blocks, or the caller's buffers for graph outputs (run_into).
+    kctx.reset_outputs();
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (const planner::PlannedValue* pv = step.planned[k]) {
+        Tensor& t = slots_[static_cast<size_t>(step.out_slots[k])].tensor;
+        void* p = arena_ + pv->offset;
+        if (t.raw() != p || t.dtype() != pv->dtype || t.shape() != pv->dims)
+          t = Tensor::view(pv->dtype, pv->dims, p);  // a kernel replaced it last run
+        kctx.bind_output(k, std::move(t), /*zero_fill=*/!pv->shares_input);
+      } else if (out_buffers && step.graph_output[k] >= 0) {
+        Tensor& dst = (*out_buffers)[static_cast<size_t>(step.graph_output[k])];
+        Tensor& t = output_views_[static_cast<size_t>(step.graph_output[k])];
+        if (t.raw() != dst.raw() || t.dtype() != dst.dtype() || t.shape() != dst.shape())
+          t = Tensor::view(dst.dtype(), dst.shape(), dst.raw());
+        kctx.bind_output(k, std::move(t), /*zero_fill=*/true);
+      }
+    }
+
     const auto start = Clock::now();
     Status st = kernels_[i]->run(kctx);
     const auto end = Clock::now();
     if (!st.is_ok()) {
       // Kernel errors are about this node; make sure the message names it.
-      if (st.message().find(node.describe()) == std::string::npos) st = st.with_context(node.describe());
+      if (st.message().find(node.describe()) == std::string::npos)
+        st = st.with_context(node.describe());
       return st;
     }
     if (timings) {
@@ -166,7 +391,7 @@ Expected<std::vector<RuntimeValue>> GraphExecutor::run(
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty()) continue;
       RuntimeValue& out = kctx.outputs()[k];
-      const ir::ValueType& expect = ictx.output_types()[k];
+      const ir::ValueType& expect = kctx.output_type(k);
       if (out.is_tensor() && expect.is_tensor()) {
         if (expect.dtype != DType::kUndefined && out.tensor.dtype() != expect.dtype)
           return internal_error(node.describe() + ": output " + std::to_string(k) + " has type " +
@@ -177,17 +402,25 @@ Expected<std::vector<RuntimeValue>> GraphExecutor::run(
                                 shape_to_string(out.tensor.shape()) + ", schema says " +
                                 shape_to_string(expect.dims));
       }
-      values[node.outputs[k]] = std::move(out);
+      const planner::PlannedValue* pv = step.planned[k];
+      if (pv && out.is_tensor() && out.tensor.raw() != arena_ + pv->offset &&
+          in_arena(out.tensor.raw())) {
+        // Another block's bytes (a view of an input): they may be reused before this value
+        // dies, so copy them into this value's own block.
+        if (out.tensor.nbytes() != static_cast<size_t>(pv->bytes))
+          return internal_error(node.describe() + ": output " + std::to_string(k) +
+                                " does not match its planned size");
+        Tensor own = Tensor::view(pv->dtype, pv->dims, arena_ + pv->offset);
+        std::memmove(own.raw(), out.tensor.raw(), own.nbytes());
+        out.tensor = std::move(own);
+      } else if (!pv) {
+        detach_from_arena(out);
+      }
+      slots_[static_cast<size_t>(step.out_slots[k])] = std::move(out);
     }
-    for (const auto& dead : release_after_[i]) values.erase(dead);
+    for (int dead : step.release) slots_[static_cast<size_t>(dead)] = RuntimeValue();
   }
-  std::vector<RuntimeValue> outputs;
-  for (const auto& name : graph_.outputs) {
-    const RuntimeValue* v = scope.find(name);
-    if (!v) return internal_error("graph output '" + name + "' was not produced");
-    outputs.push_back(*v);
-  }
-  return outputs;
+  return Status::ok();
 }
 
 }  // namespace peregrine

@@ -2,21 +2,33 @@
 // order. Before each step the schema recomputes output types from the real inputs
 // (so data-dependent shapes work); after it the outputs are checked against them.
 // Values are released after their last use.
+//
+// With a memory plan (top-level graphs, see planner/arena_planner.h) every intermediate with
+// a static shape lives in one arena allocated at creation: its output slot is pre-bound to
+// its block before the kernel runs. Nodes whose types are all static skip re-inference and
+// reuse one KernelContext across runs, so a static graph whose kernels don't allocate runs
+// without touching the heap (run_into). Invariants kept after every step: a planned value
+// lives in its own block (copied there if a kernel returned other arena memory), and no
+// unplanned value (graph outputs included) points into the arena (cloned out).
+// One run at a time per executor: run() and run_into() serialize on a mutex.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
 #include "ir/graph.h"
+#include "planner/arena_planner.h"
 
 namespace peregrine {
 
-// Names visible to a graph: its own values, then the enclosing graphs'.
+// Names visible to a graph: its own values (slots by name), then the enclosing graphs'.
 struct Scope {
-  const std::map<std::string, RuntimeValue>* values = nullptr;
+  const std::map<std::string, int>* index = nullptr;
+  const std::vector<RuntimeValue>* slots = nullptr;
   const Scope* parent = nullptr;
   const RuntimeValue* find(const std::string& name) const;
 };
@@ -31,28 +43,57 @@ struct NodeTiming {
 
 class GraphExecutor {
  public:
-  // Prepares a kernel for every node (backends tried in order, reference last).
+  // Prepares a kernel for every node (backends tried in order, reference last). With
+  // `plan_memory`, plans an arena for the static intermediates (only for graphs whose inputs
+  // are checked against their declared types: the session's top-level graph).
   static Expected<std::unique_ptr<GraphExecutor>> create(const ir::Graph& graph,
                                                          std::vector<const Backend*> backends,
-                                                         int num_threads);
+                                                         int num_threads,
+                                                         bool plan_memory = false);
+  ~GraphExecutor();
 
   // `inputs` holds the graph inputs by name; returns the graph outputs in order.
   Expected<std::vector<RuntimeValue>> run(const std::map<std::string, RuntimeValue>& inputs,
                                           const Scope* outer,
                                           std::vector<NodeTiming>* timings = nullptr);
+  // Graph inputs in graph order; outputs written into the caller's tensors, which must have
+  // the graph outputs' static dtypes and shapes (kernels write into them directly). The
+  // executor keeps a reference to the inputs until the next run. Requires static graph
+  // inputs and outputs.
+  Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
   const ir::Graph& graph() const { return graph_; }
+  // The memory plan, or nullptr when the executor runs without one.
+  const planner::MemoryPlan* memory_plan() const { return plan_.get(); }
 
  private:
-  GraphExecutor(const ir::Graph& graph, int num_threads) : graph_(graph), num_threads_(num_threads) {}
+  struct Step;
+  GraphExecutor(const ir::Graph& graph, int num_threads);
   Expected<std::vector<RuntimeValue>> run_subgraph(const ir::Graph& g,
                                                    const std::vector<RuntimeValue>& inputs,
                                                    const Scope* scope);
+  // Runs every step over slots_ (graph inputs already placed); `out_buffers`: run_into's.
+  Status execute(const Scope* outer, std::vector<NodeTiming>* timings,
+                 std::vector<Tensor>* out_buffers);
+  Status check_static_inputs(bool always) const;
+  bool in_arena(const void* p) const;
+  void detach_from_arena(RuntimeValue& v) const;
 
   const ir::Graph& graph_;
   int num_threads_;
   std::vector<const Backend*> backends_;
   std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // one per node
-  std::vector<std::vector<std::string>> release_after_;   // values dead after node i
+  std::vector<Step> steps_;                               // one per node
+  std::map<std::string, int> slot_of_;  // this graph's inputs, initializers, node outputs
+  std::vector<RuntimeValue> slots_;
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<char> initializer_slot_;  // per slot: holds an initializer for the executor's life
+  std::vector<Tensor> output_views_;    // run_into: views of the caller's output buffers
+  std::unique_ptr<planner::MemoryPlan> plan_;
+  uint8_t* arena_ = nullptr;
+  size_t arena_size_ = 0;
+  Scope scope_;  // the current run's scope (subgraphs see it through the runner)
+  std::mutex run_mutex_;
   std::map<const ir::Graph*, std::unique_ptr<GraphExecutor>> subgraph_executors_;
 };
 

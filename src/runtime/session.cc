@@ -74,7 +74,8 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
   PG_RETURN_IF_ERROR(infer_graph_types(g).status());
   PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
   PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
-  PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads));
+  PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,
+                                                          options.memory_plan));
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
   for (const auto& n : g.outputs) s->outputs_.push_back(io_info(g, n));
   return s;
@@ -120,6 +121,22 @@ Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string,
     result[outputs_[i].name] = outs[i].tensor;
   }
   return result;
+}
+
+Status Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  return executor_->run_into(inputs, outputs);  // checks dtypes and shapes itself
+}
+
+MemoryPlanStats Session::memory_plan_stats() const {
+  MemoryPlanStats stats;
+  if (const planner::MemoryPlan* p = executor_->memory_plan()) {
+    stats.arena_bytes = p->arena_bytes;
+    stats.lower_bound_bytes = p->lower_bound_bytes;
+    stats.unshared_bytes = p->unshared_bytes;
+    stats.planned_values = static_cast<int64_t>(p->values.size());
+    stats.in_place_steps = p->in_place_steps;
+  }
+  return stats;
 }
 
 }  // namespace peregrine

@@ -55,11 +55,14 @@ struct OneNodeGraph {
   std::map<std::string, RuntimeValue> feeds;
 
   OneNodeGraph(const std::string& op, const std::vector<std::pair<std::string, Tensor>>& inputs,
-               const std::vector<bool>& constant, std::vector<ir::Attribute> attrs) {
+               const std::vector<bool>& constant, std::vector<ir::Attribute> attrs,
+               const std::string& domain = "") {
     graph.opsets[""] = 17;
+    graph.opsets["peregrine"] = 1;
     auto node = std::make_unique<ir::Node>();
     node->op_type = op;
-    node->opset = 17;
+    node->domain = domain;
+    node->opset = domain.empty() ? 17 : 1;
     node->name = "n";
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto& [name, t] = inputs[i];
@@ -229,6 +232,99 @@ TEST(CpuGemm, MatchesReference) {
                     float_attr("alpha", c.alpha), float_attr("beta", c.beta)});
     compare_backends(g, 2e-4f);
   }
+}
+
+ir::Attribute activation_attrs(const std::string& act, std::vector<float> params,
+                               std::vector<ir::Attribute>& attrs) {
+  ir::Attribute a;
+  a.name = "activation";
+  a.type = ir::Attribute::Type::kString;
+  a.s = act;
+  attrs.push_back(a);
+  ir::Attribute p;
+  p.name = "activation_params";
+  p.type = ir::Attribute::Type::kFloats;
+  p.floats = std::move(params);
+  attrs.push_back(p);
+  return a;
+}
+
+struct FusedAct {
+  std::string name;
+  std::vector<float> params;
+};
+const FusedAct kActs[] = {{"", {}},         {"Relu", {}},          {"Clip", {0.0f, 6.0f}},
+                          {"Clip", {}},     {"LeakyRelu", {0.2f}}, {"Sigmoid", {}},
+                          {"SiLU", {}},     {"HardSwish", {}},     {"Gelu", {}},
+                          {"GeluTanh", {}}, {"Tanh", {}}};
+
+// peregrine.FusedConv = act(Conv + Z): Z of the output's shape is the epilogue's residual;
+// a broadcast Z falls back to the reference kernel.
+TEST(CpuFusedConv, MatchesReference) {
+  struct Case {
+    int64_t c, out_c, k, group;
+    std::vector<int64_t> strides, pads;
+  };
+  for (const Case& cc :
+       {Case{6, 10, 3, 1, {1, 1}, {1, 1, 1, 1}}, Case{8, 12, 1, 1, {1, 1}, {0, 0, 0, 0}},
+        Case{7, 7, 3, 7, {2, 2}, {1, 1, 1, 1}}}) {
+    const int64_t h = 11, w = 9;
+    const int64_t oh = (h + cc.pads[0] + cc.pads[2] - cc.k) / cc.strides[0] + 1;
+    const int64_t ow = (w + cc.pads[1] + cc.pads[3] - cc.k) / cc.strides[1] + 1;
+    for (const FusedAct& act : kActs)
+      for (int z_kind : {0, 1, 2}) {  // none, full shape, broadcast per channel
+        SCOPED_TRACE("fused conv act=" + act.name + " z=" + std::to_string(z_kind) +
+                     " group=" + std::to_string(cc.group));
+        std::vector<std::pair<std::string, Tensor>> inputs = {
+            {"X", random_tensor({2, cc.c, h, w}, 1)},
+            {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.k, cc.k}, 2)},
+            {"B", random_tensor({cc.out_c}, 3)}};
+        std::vector<bool> constant = {false, true, true};
+        if (z_kind == 1) inputs.push_back({"Z", random_tensor({2, cc.out_c, oh, ow}, 4)});
+        if (z_kind == 2) inputs.push_back({"Z", random_tensor({cc.out_c, 1, 1}, 4)});
+        if (z_kind) constant.push_back(false);
+        std::vector<ir::Attribute> attrs = {ints_attr("strides", cc.strides),
+                                            ints_attr("pads", cc.pads),
+                                            int_attr("group", cc.group)};
+        activation_attrs(act.name, act.params, attrs);
+        OneNodeGraph g("FusedConv", inputs, constant, attrs, "peregrine");
+        compare_backends(g);
+      }
+  }
+}
+
+TEST(CpuFusedGemmAndMatMul, MatchesReference) {
+  for (const FusedAct& act : kActs)
+    for (bool z : {false, true}) {
+      SCOPED_TRACE("act=" + act.name + " z=" + std::to_string(z));
+      {
+        std::vector<std::pair<std::string, Tensor>> inputs = {{"A", random_tensor({9, 14}, 1)},
+                                                              {"Bm", random_tensor({20, 14}, 2)},
+                                                              {"C", random_tensor({20}, 3)}};
+        std::vector<bool> constant = {false, true, true};
+        if (z) {
+          inputs.push_back({"Z", random_tensor({9, 20}, 4)});
+          constant.push_back(false);
+        }
+        std::vector<ir::Attribute> attrs = {int_attr("transB", 1)};
+        activation_attrs(act.name, act.params, attrs);
+        OneNodeGraph g("FusedGemm", inputs, constant, attrs, "peregrine");
+        compare_backends(g, 2e-4f);
+      }
+      for (bool constant_b : {false, true}) {
+        std::vector<std::pair<std::string, Tensor>> inputs = {
+            {"A", random_tensor({2, 3, 7, 16}, 1)}, {"Bm", random_tensor({16, 11}, 2)}};
+        std::vector<bool> constant = {false, constant_b};
+        if (z) {
+          inputs.push_back({"Z", random_tensor({2, 3, 7, 11}, 4)});
+          constant.push_back(false);
+        }
+        std::vector<ir::Attribute> attrs;
+        activation_attrs(act.name, act.params, attrs);
+        OneNodeGraph g("FusedMatMul", inputs, constant, attrs, "peregrine");
+        compare_backends(g, 2e-4f);
+      }
+    }
 }
 
 }  // namespace

@@ -49,8 +49,6 @@ int cmd_compile(int argc, char** argv) {
   if (!st.is_ok()) return print_error(st);
   if (args.help_requested()) {
     std::fputs(args.help_text().c_str(), stdout);
-    std::fputs("  -O0 .. -O3           optimization level (default -O2): 0 none, 1 cleanup,\n"
-               "                       2 cleanup + fusion, 3 = 2 for now\n", stdout);
     std::string names;
     for (const auto& n : passes::all_pass_names()) names += "  " + n + "\n";
     std::printf("passes:\n%s", names.c_str());

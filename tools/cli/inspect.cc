@@ -84,6 +84,7 @@ int cmd_inspect(int argc, char** argv) {
   const ir::Model& model = (*session)->model();
   Summary sum;
   summarize(model.graph, &sum);
+  const MemoryPlanStats mem = (*session)->memory_plan_stats();
 
   std::ostringstream o;
   if (args.is_set("json")) {
@@ -108,7 +109,9 @@ int cmd_inspect(int argc, char** argv) {
     k = 0;
     for (const auto& [op, n] : sum.op_histogram) o << (k++ ? ", " : "") << "\"" << json_escape(op) << "\": " << n;
     o << "}, \"parameters\": " << sum.parameters << ", \"parameter_bytes\": " << sum.parameter_bytes
-      << ", \"flops\": " << static_cast<int64_t>(sum.flops) << "}\n";
+      << ", \"flops\": " << static_cast<int64_t>(sum.flops) << ", \"arena_bytes\": "
+      << mem.arena_bytes << ", \"arena_lower_bound_bytes\": " << mem.lower_bound_bytes
+      << ", \"unshared_bytes\": " << mem.unshared_bytes << "}\n";
   } else {
     o << "model:      " << model.path << "\n";
     o << "producer:   " << model.producer_name << " " << model.producer_version << " (IR version "
@@ -126,6 +129,12 @@ int cmd_inspect(int argc, char** argv) {
     o << "parameters: " << buf << "\n";
     std::snprintf(buf, sizeof buf, "%.3f GFLOP", sum.flops / 1e9);
     o << "flops:      " << buf << " per run\n";
+    // The static activation arena against its lower bound and against no sharing at all.
+    std::snprintf(buf, sizeof buf, "%.2f MB (lower bound %.2f MB, %.3fx; unshared %.2f MB)",
+                  mem.arena_bytes / 1e6, mem.lower_bound_bytes / 1e6,
+                  mem.lower_bound_bytes ? double(mem.arena_bytes) / mem.lower_bound_bytes : 1.0,
+                  mem.unshared_bytes / 1e6);
+    o << "arena:      " << buf << "\n";
   }
   std::fputs(o.str().c_str(), stdout);
   return 0;

@@ -1,7 +1,10 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <limits>
+
 #include "backends/cpu/cpu_features.h"
 #include "backends/reference/reference_backend.h"
+#include "ops/op_schema.h"
 
 namespace peregrine {
 
@@ -15,6 +18,9 @@ bool is_float32_or_unknown(const ir::ValueType& t) {
 }  // namespace
 
 bool CpuBackend::supports(const ir::Node& node) const {
+  if (node.domain == kPeregrineDomain)
+    return node.op_type == "FusedMatMul" || node.op_type == "FusedGemm" ||
+           node.op_type == "FusedConv";
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
   return node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv";
 }
@@ -36,9 +42,13 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
   constants.resize(node.inputs.size(), nullptr);
   for (const Tensor*& c : constants)
     if (c && c->dtype() != DType::kFloat32) c = nullptr;
-  if (node.op_type == "MatMul") return cpu::prepare_matmul(node, constants);
-  if (node.op_type == "Gemm") return cpu::prepare_gemm(node, constants);
-  if (node.op_type == "Conv") return cpu::prepare_conv(node, constants);
+  PG_ASSIGN_OR_RETURN(cpu::FusedEpilogue fused, cpu::read_fused_epilogue(node));
+  if (node.op_type == "MatMul" || node.op_type == "FusedMatMul")
+    return cpu::prepare_matmul(node, constants, fused);
+  if (node.op_type == "Gemm" || node.op_type == "FusedGemm")
+    return cpu::prepare_gemm(node, constants, fused);
+  if (node.op_type == "Conv" || node.op_type == "FusedConv")
+    return cpu::prepare_conv(node, constants, fused);
   return unsupported(node.describe() + ": the cpu backend has no kernel for this op");
 }
 
@@ -48,6 +58,55 @@ const CpuBackend& cpu_backend() {
 }
 
 namespace cpu {
+
+Expected<FusedEpilogue> read_fused_epilogue(const ir::Node& node) {
+  FusedEpilogue f;
+  if (node.domain != kPeregrineDomain) return f;
+  f.z_input = node.op_type == "FusedMatMul" ? 2 : 3;
+  ir::AttrView attrs(node);
+  PG_ASSIGN_OR_RETURN(std::string act, attrs.get_string("activation", ""));
+  PG_ASSIGN_OR_RETURN(std::vector<float> params, attrs.get_floats("activation_params"));
+  auto param = [&](size_t i, float fallback) { return i < params.size() ? params[i] : fallback; };
+  if (act.empty()) {
+    f.activation = Activation::kNone;
+  } else if (act == "Relu") {
+    f.activation = Activation::kRelu;
+  } else if (act == "Sigmoid") {
+    f.activation = Activation::kSigmoid;
+  } else if (act == "Tanh") {
+    f.activation = Activation::kTanh;
+  } else if (act == "HardSwish") {
+    f.activation = Activation::kHardSwish;
+  } else if (act == "LeakyRelu") {
+    f.activation = Activation::kLeakyRelu;
+    f.p0 = param(0, 0.01f);
+  } else if (act == "Clip") {
+    f.activation = Activation::kClip;
+    f.p0 = param(0, -std::numeric_limits<float>::infinity());
+    f.p1 = param(1, std::numeric_limits<float>::infinity());
+  } else if (act == "Gelu") {
+    f.activation = Activation::kGelu;
+  } else if (act == "GeluTanh") {
+    f.activation = Activation::kGeluTanh;
+  } else if (act == "SiLU") {
+    f.activation = Activation::kSilu;
+  } else {
+    return invalid_model(node.describe() + ": unknown activation '" + act + "'");
+  }
+  return f;
+}
+
+const Tensor* residual_input(const KernelContext& ctx, const FusedEpilogue& fused,
+                             const Tensor& out, bool* other) {
+  *other = false;
+  if (fused.z_input < 0 || !ctx.has_input(static_cast<size_t>(fused.z_input))) return nullptr;
+  const Tensor& z = ctx.input(static_cast<size_t>(fused.z_input));
+  if (z.dtype() != DType::kFloat32 || z.shape() != out.shape()) {
+    *other = true;
+    return nullptr;
+  }
+  return &z;
+}
 
 Status run_reference(KernelContext& ctx) {
   const KernelFn* fn = reference_backend().kernels().find(ctx.node().domain, ctx.node().op_type);

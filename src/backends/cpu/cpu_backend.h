@@ -1,7 +1,8 @@
 // The optimized CPU backend: claims the nodes it runs fast (float32 MatMul, Gemm and 2-D
 // Conv, and their fused forms peregrine.FusedMatMul / FusedGemm / FusedConv, whose activation
-// and residual Z become the GEMM epilogue); every other op falls back to the reference backend. Kernels for a dtype or rank they
-// do not handle delegate to the reference kernel of the same op at run time.
+// and residual Z become the GEMM epilogue); every other op falls back to the reference backend.
+// Kernels for a dtype or rank they do not handle delegate to the reference kernel of the same op at
+// run time.
 #pragma once
 
 #include <memory>
@@ -35,6 +36,15 @@ struct FusedEpilogue {
   int z_input = -1;            // index of the optional Z input; -1 for the plain ONNX op
 };
 
+// The epilogue with `fused`'s activation (no bias, no residual yet).
+inline GemmEpilogue activation_epilogue(const FusedEpilogue& fused) {
+  GemmEpilogue ep;
+  ep.activation = fused.activation;
+  ep.act_alpha = fused.p0;
+  ep.act_beta = fused.p1;
+  return ep;
+}
+
 // Reads a peregrine.Fused* node's `activation` / `activation_params` (plain ops: none).
 Expected<FusedEpilogue> read_fused_epilogue(const ir::Node& node);
 
@@ -42,10 +52,12 @@ Expected<FusedEpilogue> read_fused_epilogue(const ir::Node& node);
 // initializer, else nullptr.
 Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
     const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
-Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(
-    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
-Expected<std::unique_ptr<PreparedKernel>> prepare_conv(
-    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
+Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
+                                                       const std::vector<const Tensor*>& constants,
+                                                       const FusedEpilogue& fused);
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
+                                                       const std::vector<const Tensor*>& constants,
+                                                       const FusedEpilogue& fused);
 
 // The Z input of a fused node when it has exactly the output's shape (it is then the
 // epilogue's residual); nullptr when absent. `*other` is set when Z is present but broadcast

@@ -6,6 +6,7 @@ namespace peregrine {
 
 BroadcastIndexer::BroadcastIndexer(const Shape& in_shape, const Shape& out_shape) {
   identity_ = in_shape == out_shape;
+  if (identity_) return;  // same shape: no index math, and no allocation per kernel call
   out_dims_ = out_shape;
   in_strides_.assign(out_shape.size(), 0);
   int64_t stride = 1;

@@ -1,5 +1,7 @@
 #include "backends/reference/reference_backend.h"
 
+#include <cstring>
+
 #include "backends/reference/kernel_list.h"
 
 namespace peregrine {
@@ -12,12 +14,20 @@ Tensor& KernelContext::output(size_t i) {
     // Kernels call output() only where the schema gives a static shape at run time;
     // an unknown shape here is a schema bug, caught by the executor's output check.
     v = RuntimeValue::of(Tensor::zeros(t.dtype == DType::kUndefined ? DType::kFloat32 : t.dtype, shape));
+  } else if (bound_[i] == kBoundNeedsZero) {
+    if (v.tensor.nbytes()) std::memset(v.tensor.raw(), 0, v.tensor.nbytes());
+    bound_[i] = kBoundReady;
   }
   return v.tensor;
 }
 
 Tensor& KernelContext::allocate_output(size_t i, DType dtype, const Shape& shape) {
+  RuntimeValue& v = outputs_[i];
+  if (bound_[i] == kBoundNeedsZero && v.is_tensor() && v.tensor.dtype() == dtype &&
+      v.tensor.shape() == shape)
+    return output(i);
   outputs_[i] = RuntimeValue::of(Tensor::zeros(dtype, shape));
+  bound_[i] = kUnbound;
   return outputs_[i].tensor;
 }
 

@@ -135,12 +135,15 @@ PackedMatrix PackedMatrix::pack_a(const GemmKernelInfo& kernel, MatrixView a, in
   pm.rows_ = m;
   pm.cols_ = k;
   pm.width_ = kernel.mr;
+  pm.kc_ = kernel.kc;
   pm.kernel_ = &kernel;
-  pm.panel_stride_ = k * kernel.mr;
-  const int64_t panels = ceil_div(m, kernel.mr);
+  pm.panels_ = ceil_div(m, kernel.mr);
   pm.data_.reset(
-      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
-  if (panels > 0 && k > 0) pack_a_block(a, 0, 0, m, k, kernel.mr, pm.data_.get());
+      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.mr * k))));
+  for (int64_t p0 = 0; p0 < k && m > 0; p0 += kernel.kc) {
+    const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
+    pack_a_block(a, 0, p0, m, kc, kernel.mr, pm.data_.get() + p0 * pm.panels_ * kernel.mr);
+  }
   return pm;
 }
 
@@ -151,12 +154,16 @@ PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, in
   pm.rows_ = k;
   pm.cols_ = n;
   pm.width_ = kernel.nr;
+  pm.kc_ = kernel.kc;
   pm.kernel_ = &kernel;
-  pm.panel_stride_ = k * kernel.nr;
-  const int64_t panels = ceil_div(n, kernel.nr);
+  pm.panels_ = ceil_div(n, kernel.nr);
   pm.data_.reset(
-      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, panels * pm.panel_stride_))));
-  if (panels > 0 && k > 0) pack_b_block(b, 0, 0, k, n, kernel.nr, pm.panel_stride_, pm.data_.get());
+      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.nr * k))));
+  for (int64_t p0 = 0; p0 < k && n > 0; p0 += kernel.kc) {
+    const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
+    pack_b_block(b, p0, 0, kc, n, kernel.nr, kc * kernel.nr,
+                 pm.data_.get() + p0 * pm.panels_ * kernel.nr);
+  }
   return pm;
 }
 
@@ -206,7 +213,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       int64_t b_stride;
       if (b.packed) {
         b_panels = b.packed->panel(j0 / nr, p0);
-        b_stride = b.packed->panel_stride();
+        b_stride = b.packed->panel_stride(p0);
       } else {
         b_stride = kc * nr;
         pack_b_block(b.view, p0, j0, kc, ncur, nr, b_stride, b_buf);
@@ -221,7 +228,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
         int64_t a_stride;
         if (a.packed) {
           a_panels = a.packed->panel(i0 / mr, p0);
-          a_stride = a.packed->panel_stride();
+          a_stride = a.packed->panel_stride(p0);
         } else {
           a_stride = kc * mr;
           pack_a_block(a.view, i0, p0, mcur, kc, mr, a_buf);

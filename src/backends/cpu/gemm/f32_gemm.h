@@ -12,6 +12,7 @@
 // table (GemmKernelInfo).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -77,24 +78,28 @@ struct MatrixView {
   int64_t rs = 0, cs = 0;
 };
 
-// An operand packed once (weights): A as MR-row panels, B as NR-column panels, each panel
-// spanning the full K so any K block of it is contiguous.
-//   packed A: ceil(M / MR) panels of (K, MR); rows past M are zero.
-//   packed B: ceil(N / NR) panels of (K, NR); columns past N are zero. 64-byte aligned.
+// An operand packed once (weights), in the driver's order: K in blocks of the kernel's KC,
+// and within each K block the panels one after another, so the (kc, nc) B block or (mc, kc)
+// A block the driver walks is contiguous, exactly as if packed on the fly.
+//   packed A: per K block, ceil(M / MR) panels of (kc, MR); rows past M are zero.
+//   packed B: per K block, ceil(N / NR) panels of (kc, NR); columns past N are zero.
+// 64-byte aligned. Only usable with the kernel (and its KC) it was packed for.
 class PackedMatrix {
  public:
   static PackedMatrix pack_a(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k);
   static PackedMatrix pack_b(const GemmKernelInfo& kernel, MatrixView b, int64_t k, int64_t n);
 
   bool is_a() const { return is_a_; }
-  int64_t rows() const { return rows_; }  // M for A, K for B
-  int64_t cols() const { return cols_; }  // K for A, N for B
-  int width() const { return width_; }    // MR for A, NR for B
-  // Panel `index` starting at row (B) / column (A) p of K.
-  const float* panel(int64_t index, int64_t p) const {
-    return data_.get() + index * panel_stride_ + p * width_;
+  int64_t rows() const { return rows_; }                   // M for A, K for B
+  int64_t cols() const { return cols_; }                   // K for A, N for B
+  int width() const { return width_; }                     // MR for A, NR for B
+  int64_t depth() const { return is_a_ ? cols_ : rows_; }  // K
+  // Panel `index` of the K block starting at p0 (a multiple of the kernel's KC).
+  const float* panel(int64_t index, int64_t p0) const {
+    return data_.get() + p0 * panels_ * width_ + index * panel_stride(p0);
   }
-  int64_t panel_stride() const { return panel_stride_; }
+  // Distance between consecutive panels of the K block starting at p0: (kc, width).
+  int64_t panel_stride(int64_t p0) const { return std::min<int64_t>(kc_, depth() - p0) * width_; }
   const GemmKernelInfo* kernel() const { return kernel_; }
 
  private:
@@ -102,7 +107,7 @@ class PackedMatrix {
     void operator()(float* p) const;
   };
   bool is_a_ = false;
-  int64_t rows_ = 0, cols_ = 0, panel_stride_ = 0;
+  int64_t rows_ = 0, cols_ = 0, panels_ = 0, kc_ = 1;
   int width_ = 0;
   const GemmKernelInfo* kernel_ = nullptr;
   std::unique_ptr<float[], Free> data_;

@@ -127,8 +127,9 @@ void direct_depthwise(const float* x, const float* w, const float* bias, float* 
 
 class ConvKernel : public PreparedKernel {
  public:
-  ConvKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* constant_w)
-      : gemm_(gemm), group_(group) {
+  ConvKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* constant_w,
+             const FusedEpilogue& fused)
+      : gemm_(gemm), fused_(fused), group_(group) {
     if (constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0) {
       const int64_t out_c = constant_w->dim(0), out_c_group = out_c / group;
       const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
@@ -167,8 +168,24 @@ class ConvKernel : public PreparedKernel {
     const float* pb = bias ? bias->data<float>() : nullptr;
     float* py = y.data<float>();
     const int threads = ctx.num_threads();
+    bool broadcast_z = false;
+    const Tensor* z = residual_input(ctx, fused_, y, &broadcast_z);
+    if (broadcast_z) return run_reference(ctx);
+    const float* pz = z ? z->data<float>() : nullptr;  // (N, Cout, OH, OW) like y
     if (group_ > 1 && group_ == s.in_c && w.dim(1) == 1) {
       direct_depthwise(px, pw, pb, py, s, threads);
+      if (pz || fused_.activation != Activation::kNone) {
+        // Residual and activation over the whole output, one row per plane.
+        const int64_t planes = s.batch * s.out_c, plane = s.out_h * s.out_w;
+        GemmEpilogue ep = activation_epilogue(fused_);
+        ep.residual = pz;
+        ep.ldr = plane;
+        auto task = [&](int64_t t, int) {
+          gemm_.epilogue(py + t * plane, static_cast<size_t>(plane), 1, static_cast<size_t>(plane),
+                         static_cast<size_t>(t), 0, ep);
+        };
+        cpu_thread_pool().parallel_for(planes, threads, task);
+      }
       return Status::ok();
     }
     const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
@@ -186,7 +203,10 @@ class ConvKernel : public PreparedKernel {
         float* y_group = py + (n * s.out_c + grp * out_c_g) * pixels;  // (Cout_g, OH * OW)
         const GemmOperand a = use_packed ? GemmOperand::of(packed_w_[static_cast<size_t>(grp)])
                                          : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
-        GemmEpilogue ep;
+        const int64_t y_offset = (n * s.out_c + grp * out_c_g) * pixels;
+        GemmEpilogue ep = activation_epilogue(fused_);
+        ep.residual = pz ? pz + y_offset : nullptr;  // (Cout_g, OH * OW), like y_group
+        ep.ldr = pixels;
         if (pb) {
           ep.bias_kind = GemmEpilogue::Bias::kPerRow;
           ep.bias = pb + grp * out_c_g;
@@ -200,8 +220,10 @@ class ConvKernel : public PreparedKernel {
         for (int64_t c0 = 0; c0 < pixels; c0 += chunk) {
           const int64_t cols = std::min(chunk, pixels - c0);
           im2col(x_group, s, in_c_g, c0, cols, col, threads);
+          GemmEpilogue chunk_ep = ep;  // the residual view starts at the chunk's column
+          if (chunk_ep.residual) chunk_ep.residual += c0;
           f32_gemm(gemm_, out_c_g, cols, k, a, GemmOperand::of(col, cols, 1), y_group + c0, pixels,
-                   1.0f, 0.0f, ep, threads);
+                   1.0f, 0.0f, chunk_ep, threads);
         }
       }
     }
@@ -210,19 +232,22 @@ class ConvKernel : public PreparedKernel {
 
  private:
   const GemmKernelInfo& gemm_;
+  FusedEpilogue fused_;
   int64_t group_;
   std::vector<PackedMatrix> packed_w_;  // one (Cout_g, Cin_g * KH * KW) A per group
 };
 
 }  // namespace
 
-Expected<std::unique_ptr<PreparedKernel>> prepare_conv(
-    const ir::Node& node, const std::vector<const Tensor*>& constants) {
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
+                                                       const std::vector<const Tensor*>& constants,
+                                                       const FusedEpilogue& fused) {
   ir::AttrView attrs(node);
   PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor* w = constants.size() > 1 ? constants[1] : nullptr;
-  return std::unique_ptr<PreparedKernel>(std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w));
+  return std::unique_ptr<PreparedKernel>(
+      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w, fused));
 }
 
 }  // namespace peregrine::cpu

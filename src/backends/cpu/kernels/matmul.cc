@@ -12,11 +12,17 @@ namespace peregrine::cpu {
 
 namespace {
 
+GemmEpilogue with_residual(GemmEpilogue ep, const float* residual) {
+  ep.residual = residual;
+  return ep;
+}
+
 // MatMul: numpy semantics. A 2-D constant B is packed once; the batch dims of A then fold
 // into M (A is contiguous), giving one GEMM of (batch * M, K) x (K, N).
 class MatMulKernel : public PreparedKernel {
  public:
-  MatMulKernel(const GemmKernelInfo& gemm, const Tensor* constant_b) : gemm_(gemm) {
+  MatMulKernel(const GemmKernelInfo& gemm, const Tensor* constant_b, const FusedEpilogue& fused)
+      : gemm_(gemm), fused_(fused) {
     if (constant_b && constant_b->rank() == 2) {
       const int64_t k = constant_b->dim(0), n = constant_b->dim(1);
       packed_b_ = std::make_unique<PackedMatrix>(
@@ -41,12 +47,17 @@ class MatMulKernel : public PreparedKernel {
     Tensor& out = ctx.output(0);
     if (out.numel() == 0) return Status::ok();
     float* po = out.data<float>();
-    const GemmEpilogue none;
+    bool broadcast_z = false;
+    const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);
+    if (broadcast_z) return run_reference(ctx);
+    const float* pz = z ? z->data<float>() : nullptr;
+    GemmEpilogue ep = activation_epilogue(fused_);
+    ep.ldr = n;
     const int threads = ctx.num_threads();
     if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n) {
       const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M
       f32_gemm(gemm_, k == 0 ? out.numel() / n : rows, n, k, GemmOperand::of(a.data<float>(), k, 1),
-               GemmOperand::of(*packed_b_), po, n, 1.0f, 0.0f, none, threads);
+               GemmOperand::of(*packed_b_), po, n, 1.0f, 0.0f, with_residual(ep, pz), threads);
       return Status::ok();
     }
     Shape batch_a(a2.begin(), a2.end() - 2), batch_b(b2.begin(), b2.end() - 2);
@@ -58,9 +69,10 @@ class MatMulKernel : public PreparedKernel {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     auto one = [&](int64_t batch, int gemm_threads) {
+      const GemmEpilogue e = with_residual(ep, pz ? pz + batch * m * n : nullptr);
       f32_gemm(gemm_, m, n, k, GemmOperand::of(pa + index_a(batch) * m * k, k, 1),
                GemmOperand::of(pb + index_b(batch) * k * n, n, 1), po + batch * m * n, n, 1.0f,
-               0.0f, none, gemm_threads);
+               0.0f, e, gemm_threads);
     };
     if (batches >= threads) {
       // Many small products (attention heads): one thread per product.
@@ -74,6 +86,7 @@ class MatMulKernel : public PreparedKernel {
 
  private:
   const GemmKernelInfo& gemm_;
+  FusedEpilogue fused_;
   std::unique_ptr<PackedMatrix> packed_b_;
 };
 
@@ -83,8 +96,13 @@ class MatMulKernel : public PreparedKernel {
 class GemmKernel : public PreparedKernel {
  public:
   GemmKernel(const GemmKernelInfo& gemm, bool trans_a, bool trans_b, float alpha, float beta,
-             const Tensor* constant_b)
-      : gemm_(gemm), trans_a_(trans_a), trans_b_(trans_b), alpha_(alpha), beta_(beta) {
+             const Tensor* constant_b, const FusedEpilogue& fused)
+      : gemm_(gemm),
+        fused_(fused),
+        trans_a_(trans_a),
+        trans_b_(trans_b),
+        alpha_(alpha),
+        beta_(beta) {
     if (constant_b && constant_b->rank() == 2) {
       const int64_t rows = constant_b->dim(0), cols = constant_b->dim(1);
       const int64_t k = trans_b ? cols : rows, n = trans_b ? rows : cols;
@@ -106,10 +124,14 @@ class GemmKernel : public PreparedKernel {
     const int64_t n = trans_b_ ? b.dim(0) : b.dim(1);
     if ((trans_b_ ? b.dim(1) : b.dim(0)) != k) return ctx.error("inner dims of A and B differ");
     const Shape mn{m, n};
-    GemmEpilogue ep;
     float beta = 0.0f;
     Tensor& out = ctx.output(0);
     if (out.numel() == 0) return Status::ok();
+    bool broadcast_z = false;
+    const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);
+    if (broadcast_z) return run_reference(ctx);
+    GemmEpilogue ep = with_residual(activation_epilogue(fused_), z ? z->data<float>() : nullptr);
+    ep.ldr = n;
     float* po = out.data<float>();
     if (has_c) {
       const Tensor& c = ctx.input(2);
@@ -145,6 +167,7 @@ class GemmKernel : public PreparedKernel {
 
  private:
   const GemmKernelInfo& gemm_;
+  FusedEpilogue fused_;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   std::unique_ptr<PackedMatrix> packed_b_;
@@ -153,21 +176,23 @@ class GemmKernel : public PreparedKernel {
 }  // namespace
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
-    const ir::Node& node, const std::vector<const Tensor*>& constants) {
+    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused) {
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
-  return std::unique_ptr<PreparedKernel>(std::make_unique<MatMulKernel>(f32_gemm_kernel(), b));
+  return std::unique_ptr<PreparedKernel>(
+      std::make_unique<MatMulKernel>(f32_gemm_kernel(), b, fused));
 }
 
-Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(
-    const ir::Node& node, const std::vector<const Tensor*>& constants) {
+Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
+                                                       const std::vector<const Tensor*>& constants,
+                                                       const FusedEpilogue& fused) {
   ir::AttrView attrs(node);
   PG_ASSIGN_OR_RETURN(int64_t trans_a, attrs.get_int("transA", 0));
   PG_ASSIGN_OR_RETURN(int64_t trans_b, attrs.get_int("transB", 0));
   PG_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.0f));
   PG_ASSIGN_OR_RETURN(float beta, attrs.get_float("beta", 1.0f));
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
-  return std::unique_ptr<PreparedKernel>(
-      std::make_unique<GemmKernel>(f32_gemm_kernel(), trans_a != 0, trans_b != 0, alpha, beta, b));
+  return std::unique_ptr<PreparedKernel>(std::make_unique<GemmKernel>(
+      f32_gemm_kernel(), trans_a != 0, trans_b != 0, alpha, beta, b, fused));
 }
 
 }  // namespace peregrine::cpu
