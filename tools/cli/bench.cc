@@ -38,7 +38,7 @@ double peak_rss_mib() {
 
 // Activation bytes, statically: the sum of the sizes of every tensor the top-level nodes
 // produce in one run (graph outputs included), from the shapes inferred at load. This is
-// the total written, not the peak live at once (there is no arena yet to ask); values whose
+// the total written, not the peak live at once (the arena below is that); values whose
 // shape is not known before running are counted in `unknown`. Subgraph bodies are not counted.
 struct ActivationBytes {
   double bytes = 0;
@@ -104,6 +104,7 @@ struct BenchResult {
   double throughput_per_s = 0;  // timed runs per second of wall time
   double peak_rss_mb = 0;
   ActivationBytes activations;
+  MemoryPlanStats arena;  // the session's static activation arena
 };
 
 RunRecord to_run_record(const BenchResult& r, const std::string& options_json) {
@@ -132,6 +133,7 @@ RunRecord to_run_record(const BenchResult& r, const std::string& options_json) {
       {"throughput_per_s", r.throughput_per_s},
       {"peak_rss_mb", r.peak_rss_mb},
       {"activation_bytes", r.activations.bytes},
+      {"arena_bytes", static_cast<double>(r.arena.arena_bytes)},
       {"iterations", static_cast<double>(r.latency.count)},
   };
   rec.latencies_ms = r.latencies_ms;
@@ -154,7 +156,9 @@ std::string result_json(const BenchResult& r) {
     << ", \"activation_bytes_method\": "
     << quote("sum of every node output of one run, from inferred static shapes (not peak live)")
     << ", \"activation_values\": " << r.activations.values
-    << ", \"activation_values_unknown_size\": " << r.activations.unknown << "}\n";
+    << ", \"activation_values_unknown_size\": " << r.activations.unknown
+    << ", \"arena_bytes\": " << r.arena.arena_bytes
+    << ", \"arena_lower_bound_bytes\": " << r.arena.lower_bound_bytes << "}\n";
   return o.str();
 }
 
@@ -179,6 +183,9 @@ void print_text(const BenchResult& r) {
     std::printf(", %lld of %lld values of unknown size not counted",
                 static_cast<long long>(r.activations.unknown), static_cast<long long>(r.activations.values));
   std::printf("\n");
+  std::printf("activation arena: %.2f MB (lower bound %.2f MB; values of data-dependent shape "
+              "live outside it)\n",
+              r.arena.arena_bytes / 1e6, r.arena.lower_bound_bytes / 1e6);
 }
 
 }  // namespace
@@ -298,6 +305,7 @@ int cmd_bench(int argc, char** argv) {
   r.peak_rss_mb = peak_rss_mib();
 
   r.activations = static_activation_bytes(s.model().graph);
+  r.arena = s.memory_plan_stats();
   if (r.activations.unknown > 0) {
     // Dims the model leaves open were fixed by the inputs; infer shapes again with them
     // (after all measurements, so this second session costs no time or RSS above).
