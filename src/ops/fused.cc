@@ -12,6 +12,8 @@
 //     is given as (..., D, S). num_heads = H > 0: inputs are (B, S, H*D) and are split
 //     into heads (reshape + transpose) and merged back after.
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.
+//   ConvNhwc(X, W, B?, Z?)    = FusedConv with X, Z and Y in NHWC (N, H, W, C) instead of
+//     NCHW; W stays (M, C / group, KH, KW). Only 2-D. Written by the layout_nhwc pass.
 // Registered after the families they build on (op_list.h lists this family last).
 #include <cmath>
 
@@ -57,6 +59,48 @@ Status infer_base_plus_z(const InferFn& base, InferContext& ctx, size_t n) {
         return ctx.error("residual input " + shape_to_string(z.dims) + " does not broadcast to " +
                          shape_to_string(out.dims));
     }
+  }
+  return Status::ok();
+}
+
+// (N, C, H, W) <-> (N, H, W, C) on a rank-4 type; other types are returned unchanged.
+ir::ValueType permute4(const ir::ValueType& t, const int64_t (&perm)[4]) {
+  if (!t.has_shape || t.dims.size() != 4) return t;
+  ir::ValueType r = t;
+  for (size_t i = 0; i < 4; ++i) {
+    r.dims[i] = t.dims[static_cast<size_t>(perm[i])];
+    if (t.dim_names.size() == 4) r.dim_names[i] = t.dim_names[static_cast<size_t>(perm[i])];
+  }
+  return r;
+}
+constexpr int64_t kNhwcToNchw[4] = {0, 3, 1, 2};
+constexpr int64_t kNchwToNhwc[4] = {0, 2, 3, 1};
+
+// Conv's inference on X seen as NCHW; Y permuted back to NHWC; Z must equal Y's shape.
+Status infer_conv_nhwc(const InferFn& conv_infer, InferContext& ctx) {
+  PG_RETURN_IF_ERROR(check_activation(ctx));
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 0));
+  const ir::ValueType& x = ctx.input_type(0);
+  if (x.has_shape && x.dims.size() != 4) return ctx.error("ConvNhwc expects a rank-4 X");
+  if (ctx.num_inputs() > 4) return ctx.error("too many inputs");
+  const ir::ValueType x_nchw = permute4(x, kNhwcToNchw);
+  std::vector<const ir::ValueType*> types = {&x_nchw};
+  std::vector<const Tensor*> values = {nullptr};
+  for (size_t i = 1; i < 3 && i < ctx.num_inputs(); ++i) {
+    types.push_back(ctx.has_input(i) ? &ctx.input_type(i) : nullptr);
+    values.push_back(ctx.input_value(i));
+  }
+  InferContext sub(ctx.node(), types, values);
+  PG_RETURN_IF_ERROR(conv_infer(sub));
+  const ir::ValueType y = permute4(sub.output_types()[0], kNchwToNhwc);
+  ctx.set_output(0, y);
+  if (ctx.has_input(3)) {
+    PG_RETURN_IF_ERROR(require_tensor_input(ctx, 3));
+    const ir::ValueType& z = ctx.input_type(3);
+    if (z.dtype != y.dtype) return ctx.error("residual input has a different type");
+    if (z.is_static() && y.is_static() && z.dims != y.dims)
+      return ctx.error("residual input " + shape_to_string(z.dims) + " is not the output's " +
+                       shape_to_string(y.dims));
   }
   return Status::ok();
 }
@@ -113,6 +157,9 @@ void register_fused_schemas(SchemaRegistry& r) {
          [matmul_infer](InferContext& ctx) { return infer_base_plus_z(matmul_infer, ctx, 2); },
          matmul->cost});
   r.add({kPeregrineDomain, "Attention", 1, infer_attention, attention_cost});
+  r.add({kPeregrineDomain, "ConvNhwc", 1,
+         [conv_infer](InferContext& ctx) { return infer_conv_nhwc(conv_infer, ctx); },
+         conv->cost});
   OpSchema gelu_alias = *gelu;
   gelu_alias.domain = kPeregrineDomain;
   r.add(gelu_alias);

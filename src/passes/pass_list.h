@@ -21,5 +21,7 @@ std::unique_ptr<Pass> make_fuse_activation();
 std::unique_ptr<Pass> make_layer_norm_fusion();
 std::unique_ptr<Pass> make_gelu_fusion();
 std::unique_ptr<Pass> make_attention_fusion();
+// Layout (-O3).
+std::unique_ptr<Pass> make_layout_nhwc();
 
 }  // namespace peregrine::passes

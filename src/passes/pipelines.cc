@@ -26,6 +26,7 @@ const std::map<std::string, Factory>& factories() {
       {"layer_norm_fusion", make_layer_norm_fusion},
       {"gelu_fusion", make_gelu_fusion},
       {"attention_fusion", make_attention_fusion},
+      {"layout_nhwc", make_layout_nhwc},
   };
   return kFactories;
 }
@@ -44,6 +45,9 @@ const std::vector<std::string> kFusion = {
     "conv_batchnorm_folding", "gelu_fusion",     "layer_norm_fusion", "attention_fusion",
     "matmul_add_to_gemm",     "fuse_activation", "dead_code_elimination",
 };
+
+// -O3: activation layout for the CPU conv kernels, after fusion has settled the convs.
+const std::vector<std::string> kLayout = {"layout_nhwc"};
 
 }  // namespace
 
@@ -66,6 +70,7 @@ Expected<std::vector<std::string>> pipeline_pass_names(int level,
   std::vector<std::string> names;
   if (level >= 1) names = kCleanup;
   if (level >= 2) names.insert(names.end(), kFusion.begin(), kFusion.end());
+  if (level >= 3) names.insert(names.end(), kLayout.begin(), kLayout.end());
   std::erase_if(names, [&](const std::string& n) {
     return std::find(disabled.begin(), disabled.end(), n) != disabled.end();
   });

@@ -18,6 +18,8 @@ bool is_float32_or_unknown(const ir::ValueType& t) {
 }  // namespace
 
 bool CpuBackend::supports(const ir::Node& node) const {
+  // Layout (-O3, layout_nhwc pass): conv on NHWC activations (kernels/conv_nhwc.cc).
+  if (node.domain == kPeregrineDomain && node.op_type == "ConvNhwc") return true;
   if (node.domain == kPeregrineDomain)
     return node.op_type == "FusedMatMul" || node.op_type == "FusedGemm" ||
            node.op_type == "FusedConv";
@@ -43,6 +45,8 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
   for (const Tensor*& c : constants)
     if (c && c->dtype() != DType::kFloat32) c = nullptr;
   PG_ASSIGN_OR_RETURN(cpu::FusedEpilogue fused, cpu::read_fused_epilogue(node));
+  // Layout (-O3): NHWC conv.
+  if (node.op_type == "ConvNhwc") return cpu::prepare_conv_nhwc(node, constants, fused);
   if (node.op_type == "MatMul" || node.op_type == "FusedMatMul")
     return cpu::prepare_matmul(node, constants, fused);
   if (node.op_type == "Gemm" || node.op_type == "FusedGemm")

@@ -58,6 +58,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
 Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
                                                        const std::vector<const Tensor*>& constants,
                                                        const FusedEpilogue& fused);
+// peregrine.ConvNhwc (kernels/conv_nhwc.cc): X, Z and Y in NHWC; constant W packed once.
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nhwc(
+    const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
 
 // The Z input of a fused node when it has exactly the output's shape (it is then the
 // epilogue's residual); nullptr when absent. `*other` is set when Z is present but broadcast

@@ -82,6 +82,24 @@ Expected<Tensor> transpose(const Tensor& x, std::vector<int64_t> perm) {
   return evaluate_tensor(n, {&x});
 }
 
+// ConvNhwc: the NCHW FusedConv between two transposes, so it is FusedConv by construction.
+Status conv_nhwc_kernel(KernelContext& ctx) {
+  if (ctx.input(0).rank() != 4) return ctx.error("ConvNhwc expects a rank-4 X");
+  PG_ASSIGN_OR_RETURN(Tensor x, transpose(ctx.input(0), {0, 3, 1, 2}));
+  std::vector<const Tensor*> ins = {&x};
+  for (size_t i = 1; i < 3 && i < ctx.num_inputs(); ++i)
+    ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+  while (!ins.empty() && !ins.back()) ins.pop_back();
+  PG_ASSIGN_OR_RETURN(Tensor y, evaluate_tensor(base_node(ctx.node(), "Conv"), ins));
+  PG_ASSIGN_OR_RETURN(y, transpose(y, {0, 2, 3, 1}));
+  if (ctx.has_input(3)) {
+    PG_ASSIGN_OR_RETURN(y, binary("Add", y, ctx.input(3)));
+  }
+  PG_ASSIGN_OR_RETURN(Tensor out, apply_activation(ctx, y));
+  ctx.set_output(0, out);
+  return Status::ok();
+}
+
 // (B, S, H*D) -> (B, H, S, D)
 Expected<Tensor> split_heads(const Tensor& x, int64_t heads) {
   if (x.rank() != 3 || x.dim(2) % heads != 0)
@@ -140,6 +158,7 @@ void register_fused_kernels(KernelRegistry& r) {
   r.add(kPeregrineDomain, "FusedMatMul",
         [](KernelContext& c) { return fused_base_kernel(c, "MatMul", 2); });
   r.add(kPeregrineDomain, "Attention", attention_kernel);
+  r.add(kPeregrineDomain, "ConvNhwc", conv_nhwc_kernel);
   // Aliases for models whose opset predates the ONNX op: same kernel.
   if (const KernelFn* gelu = r.find(kOnnxDomain, "Gelu")) r.add(kPeregrineDomain, "Gelu", *gelu);
   if (const KernelFn* ln = r.find(kOnnxDomain, "LayerNormalization"))

@@ -1,0 +1,307 @@
+// peregrine.Attention on the CPU: operand layouts from the node's form, the task loop over
+// (batch, query block), and the scalar tile. Algorithm and layouts: kernels/attention.h.
+#include "backends/cpu/kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace peregrine::cpu {
+
+namespace scalar {
+
+// The online softmax, one query row at a time over all its visible keys (no key blocking:
+// the row's scores live in a scratch row of skv floats).
+void f32_attention_tile__scalar(const AttentionTile& t) {
+  thread_local std::vector<float> scores, acc;
+  if (static_cast<int64_t>(scores.size()) < t.skv) scores.resize(static_cast<size_t>(t.skv));
+  if (static_cast<int64_t>(acc.size()) < t.dv) acc.resize(static_cast<size_t>(t.dv));
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const int64_t keys =
+        t.causal ? std::clamp<int64_t>(t.key_limit0 + r, 0, t.skv) : t.skv;  // visible keys
+    const float* q = t.q + r * t.q_rs;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < keys; ++j) {
+      const float* k = t.k + j * t.k_rs;
+      float dot = 0.0f;
+      for (int64_t e = 0; e < t.d; ++e) dot += q[e] * k[e * t.k_cs];
+      float s = dot * t.scale;
+      if (t.mask) s += t.mask[r * t.mask_rs + j * t.mask_cs];
+      scores[static_cast<size_t>(j)] = s;
+      m = std::max(m, s);
+    }
+    std::fill(acc.begin(), acc.begin() + t.dv, 0.0f);
+    float l = 0.0f;
+    for (int64_t j = 0; j < keys; ++j) {
+      const float p = std::exp(scores[static_cast<size_t>(j)] - m);
+      l += p;
+      const float* v = t.v + j * t.v_rs;
+      for (int64_t c = 0; c < t.dv; ++c) acc[static_cast<size_t>(c)] += p * v[c];
+    }
+    const float inv = 1.0f / l;  // l == 0 (nothing visible): 0 * inf = NaN, as unfused
+    float* out = t.out + r * t.out_rs;
+    for (int64_t c = 0; c < t.dv; ++c) out[c] = acc[static_cast<size_t>(c)] * inv;
+  }
+}
+
+}  // namespace scalar
+
+namespace {
+
+const AttentionKernelInfo kAttentionKernels[] = {
+    {Isa::kScalar, "f32_attention_tile__scalar", scalar::f32_attention_tile__scalar},
+    {Isa::kAvx2, "f32_attention_tile__avx2", avx2::f32_attention_tile__avx2},
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+const AttentionKernelInfo* f32_attention_kernel_for(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  if (isa == Isa::kAvx512) isa = Isa::kAvx2;
+  for (const auto& k : kAttentionKernels)
+    if (k.isa == isa) return &k;
+  return nullptr;
+}
+
+const AttentionKernelInfo& f32_attention_kernel() {
+  const Expected<Isa>& isa = selected_isa();
+  const AttentionKernelInfo* k =
+      f32_attention_kernel_for(isa.is_ok() ? isa.value() : cpu_features().best_isa());
+  return k ? *k : kAttentionKernels[0];
+}
+
+void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p, int num_threads) {
+  int64_t batches = 1;
+  for (int i = 0; i < p.batch_rank; ++i) batches *= p.batch_dims[i];
+  if (batches == 0 || p.sq == 0 || p.dv == 0) return;
+  num_threads = std::max(1, num_threads);
+  // Query blocks: at most kAttentionQueryBlock rows, smaller when that leaves threads idle
+  // (batch-1, few heads), multiples of 4 (the AVX2 P.V tile height) where possible.
+  int64_t qb = std::min(kAttentionQueryBlock, p.sq);
+  while (qb > 4 && batches * ceil_div(p.sq, qb) < 2 * num_threads) qb = (qb / 2 + 3) / 4 * 4;
+  const int64_t blocks = ceil_div(p.sq, qb);
+  auto task = [&](int64_t t, int) {
+    int64_t b = t / blocks;
+    const int64_t i0 = (t % blocks) * qb;
+    int64_t oq = 0, ok = 0, ov = 0, om = 0, oo = 0;
+    for (int i = p.batch_rank - 1; i >= 0; --i) {  // batch offsets, innermost dim first
+      const int64_t bi = b % p.batch_dims[i];
+      b /= p.batch_dims[i];
+      oq += bi * p.q.batch_strides[i];
+      ok += bi * p.k.batch_strides[i];
+      ov += bi * p.v.batch_strides[i];
+      om += bi * p.mask.batch_strides[i];
+      oo += bi * p.out.batch_strides[i];
+    }
+    AttentionTile tile;
+    tile.q = p.q.data + oq + i0 * p.q.rs;
+    tile.q_rs = p.q.rs;
+    tile.k = p.k.data + ok;
+    tile.k_rs = p.k.rs;
+    tile.k_cs = p.k.cs;
+    tile.v = p.v.data + ov;
+    tile.v_rs = p.v.rs;
+    tile.mask = p.mask.data ? p.mask.data + om + i0 * p.mask.rs : nullptr;
+    tile.mask_rs = p.mask.rs;
+    tile.mask_cs = p.mask.cs;
+    tile.out = const_cast<float*>(p.out.data) + oo + i0 * p.out.rs;
+    tile.out_rs = p.out.rs;
+    tile.rows = std::min(qb, p.sq - i0);
+    tile.skv = p.skv;
+    tile.d = p.d;
+    tile.dv = p.dv;
+    tile.causal = p.causal;
+    tile.key_limit0 = i0 + p.skv - p.sq + 1;
+    tile.scale = p.scale;
+    kernel.tile(tile);
+  };
+  cpu_thread_pool().parallel_for(batches * blocks, num_threads, task);
+}
+
+namespace {
+
+// A shape of at most kMaxRank dims, without heap allocation (run() allocates nothing).
+constexpr int kMaxRank = kAttentionMaxBatchRank + 2;
+struct SmallShape {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  void push_back(int64_t d) { dims[rank++] = d; }
+};
+
+// Strides of a row-major tensor of shape `t` broadcast (right-aligned) to `target`: 0 where
+// broadcast. False when it does not broadcast without growing `target`.
+bool broadcast_strides(const Tensor& t, const SmallShape& target, int64_t* strides) {
+  const int rank = static_cast<int>(t.rank());
+  if (rank > target.rank) return false;
+  std::fill(strides, strides + target.rank, 0);
+  int64_t stride = 1;
+  for (int i = 0; i < rank; ++i) {
+    const int64_t dim = t.dim(rank - 1 - i);
+    const int ti = target.rank - 1 - i;
+    if (dim != 1 && dim != target.dims[ti]) return false;
+    strides[ti] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
+  return true;
+}
+
+class AttentionKernel : public PreparedKernel {
+ public:
+  AttentionKernel(int64_t heads, bool k_transposed, float scale, bool causal)
+      : kernel_(f32_attention_kernel()),
+        heads_(heads),
+        k_transposed_(k_transposed),
+        scale_(scale),
+        causal_(causal) {}
+
+  std::string name() const override { return std::string("cpu/") + kernel_.name; }
+
+  Status run(KernelContext& ctx) override {
+    AttentionProblem p;
+    SmallShape out_shape;
+    if (!describe(ctx, &p, &out_shape)) return run_reference(ctx);
+    Tensor& out = ctx.output(0);
+    if (out.dtype() != DType::kFloat32 || out.rank() != out_shape.rank) return run_reference(ctx);
+    for (int i = 0; i < out_shape.rank; ++i)
+      if (out.dim(i) != out_shape.dims[i]) return run_reference(ctx);
+    if (out.numel() == 0) return Status::ok();
+    p.out.data = out.data<float>();
+    f32_attention(kernel_, p, ctx.num_threads());
+    return Status::ok();
+  }
+
+ private:
+  // Fills `p` (all but out.data) and the output shape from the inputs; false: use the
+  // reference kernel.
+  bool describe(const KernelContext& ctx, AttentionProblem* p, SmallShape* out_shape) const {
+    for (size_t i = 0; i < 3; ++i)
+      if (!ctx.has_input(i) || ctx.input(i).dtype() != DType::kFloat32) return false;
+    const bool has_mask = ctx.has_input(3);
+    if (has_mask && ctx.input(3).dtype() != DType::kFloat32) return false;
+    const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+    p->scale = scale_;
+    p->causal = causal_;
+    SmallShape scores;  // (batch..., Sq, Skv)
+    if (heads_ > 0) {
+      // (B, S, H * D): batch (b, h) starts at b * S * H * D + h * D; rows are H * D apart.
+      if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3) return false;
+      const int64_t h = heads_, b = q.dim(0);
+      if (q.dim(2) % h != 0 || v.dim(2) % h != 0 || k.dim(2) != q.dim(2) ||
+          k.dim(1) != v.dim(1) || (k.dim(0) != b && k.dim(0) != 1) ||
+          (v.dim(0) != b && v.dim(0) != 1))
+        return false;
+      p->sq = q.dim(1);
+      p->skv = k.dim(1);
+      p->d = q.dim(2) / h;
+      p->dv = v.dim(2) / h;
+      p->batch_rank = 2;
+      p->batch_dims[0] = b;
+      p->batch_dims[1] = h;
+      auto heads_operand = [&](const Tensor& t, int64_t width) {
+        AttentionOperand o;
+        o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * h * width;
+        o.batch_strides[1] = width;
+        o.rs = h * width;
+        o.cs = 1;
+        return o;
+      };
+      p->q = heads_operand(q, p->d);
+      p->k = heads_operand(k, p->d);
+      p->v = heads_operand(v, p->dv);
+      p->out = heads_operand(q, p->dv);
+      p->out.batch_strides[0] = p->sq * h * p->dv;
+      *out_shape = SmallShape{3, {b, p->sq, h * p->dv}};
+      scores = SmallShape{4, {b, h, p->sq, p->skv}};
+    } else {
+      // (..., S, D) each, K and V broadcast over Q's batch dims; K^T is (..., D, Skv).
+      if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2 || k.rank() > q.rank() ||
+          v.rank() > q.rank() || q.rank() - 2 > kAttentionMaxBatchRank)
+        return false;
+      const int64_t kr = k.rank();
+      p->sq = q.dim(q.rank() - 2);
+      p->d = q.dim(q.rank() - 1);
+      p->skv = k_transposed_ ? k.dim(kr - 1) : k.dim(kr - 2);
+      const int64_t kd = k_transposed_ ? k.dim(kr - 2) : k.dim(kr - 1);
+      p->dv = v.dim(v.rank() - 1);
+      if (kd != p->d || v.dim(v.rank() - 2) != p->skv) return false;
+      p->batch_rank = static_cast<int>(q.rank() - 2);
+      SmallShape batch;
+      for (int i = 0; i < p->batch_rank; ++i) batch.push_back(q.dim(i));
+      std::copy(batch.dims, batch.dims + batch.rank, p->batch_dims);
+      auto plain_operand = [&](const Tensor& t, int64_t rs, int64_t cs, AttentionOperand* o) {
+        // The batch dims of t broadcast to Q's; each batch matrix is contiguous.
+        SmallShape tb;
+        for (int64_t i = 0; i + 2 < t.rank(); ++i) tb.push_back(t.dim(i));
+        if (tb.rank > batch.rank) return false;
+        const int64_t matrix = t.dim(t.rank() - 2) * t.dim(t.rank() - 1);
+        int64_t stride = matrix;
+        for (int i = 0; i < batch.rank; ++i) o->batch_strides[i] = 0;
+        for (int i = 0; i < tb.rank; ++i) {
+          const int64_t dim = tb.dims[tb.rank - 1 - i];
+          const int bi = batch.rank - 1 - i;
+          if (dim != 1 && dim != batch.dims[bi]) return false;
+          o->batch_strides[bi] = dim == 1 ? 0 : stride;
+          stride *= dim;
+        }
+        o->rs = rs;
+        o->cs = cs;
+        return true;
+      };
+      if (!plain_operand(q, p->d, 1, &p->q) ||
+          !plain_operand(k, k_transposed_ ? 1 : p->d, k_transposed_ ? p->skv : 1, &p->k) ||
+          !plain_operand(v, p->dv, 1, &p->v))
+        return false;
+      int64_t stride = p->sq * p->dv;  // out: contiguous (batch..., Sq, Dv)
+      for (int i = p->batch_rank - 1; i >= 0; --i) {
+        p->out.batch_strides[i] = stride;
+        stride *= p->batch_dims[i];
+      }
+      p->out.rs = p->dv;
+      *out_shape = batch;
+      out_shape->push_back(p->sq);
+      out_shape->push_back(p->dv);
+      scores = batch;
+      scores.push_back(p->sq);
+      scores.push_back(p->skv);
+    }
+    p->q.data = q.data<float>();
+    p->k.data = k.data<float>();
+    p->v.data = v.data<float>();
+    if (has_mask) {
+      const Tensor& m = ctx.input(3);
+      int64_t strides[kMaxRank];
+      if (!broadcast_strides(m, scores, strides)) return false;
+      p->mask.data = m.data<float>();
+      for (int i = 0; i < p->batch_rank; ++i) p->mask.batch_strides[i] = strides[i];
+      p->mask.rs = strides[scores.rank - 2];
+      p->mask.cs = strides[scores.rank - 1];
+    }
+    return true;
+  }
+
+  const AttentionKernelInfo& kernel_;
+  int64_t heads_;
+  bool k_transposed_;
+  float scale_;
+  bool causal_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_attention(const ir::Node& node) {
+  ir::AttrView attrs(node);
+  PG_ASSIGN_OR_RETURN(int64_t heads, attrs.get_int("num_heads", 0));
+  PG_ASSIGN_OR_RETURN(int64_t k_transposed, attrs.get_int("k_transposed", 0));
+  PG_ASSIGN_OR_RETURN(float scale, attrs.get_float("scale", 1.0f));
+  PG_ASSIGN_OR_RETURN(int64_t causal, attrs.get_int("causal", 0));
+  if (heads < 0) return invalid_model(node.describe() + ": num_heads must be >= 0");
+  return std::unique_ptr<PreparedKernel>(
+      std::make_unique<AttentionKernel>(heads, k_transposed != 0, scale, causal != 0));
+}
+
+}  // namespace peregrine::cpu

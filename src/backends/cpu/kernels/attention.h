@@ -1,0 +1,108 @@
+// Fused scaled-dot-product attention on the CPU (float32), for peregrine.Attention:
+//
+//   out[b](Sq, Dv) = softmax(scale * Q[b](Sq, D) K[b](Skv, D)^T + mask[b] [+ causal]) V[b](Skv, Dv)
+//
+// for every index b of a batch shape (the head form's (B, H), or the plain form's leading dims).
+// Algorithm (FlashAttention-style, one pass over the keys): tasks are (b, query block of up to
+// kAttentionQueryBlock rows), spread over the thread pool. A task walks the keys in blocks of
+// kAttentionKeyBlock: scores (rows, kb) = scale * Q K^T + mask; per row a running max m and
+// running sum l of exp(score - m); when a block raises m the row's accumulator and l are
+// rescaled by exp(m_old - m_new); acc += exp(scores - m) V_block. After the last block
+// out = acc / l. The (Sq, Skv) matrix never exists; per thread scratch is
+// (rows x kb) scores + (rows x Dv) accumulator, grown once and reused (no allocation per run).
+//
+// Causal: query i (0-based within Sq) sees key j iff j <= i + Skv - Sq (the last query sees
+// every key); key blocks past a tile's last visible key are skipped. A row that sees no key at
+// all (only when Skv < Sq, or a mask of -inf everywhere) gives NaN, as the unfused graph does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_features.h"
+
+namespace peregrine::cpu {
+
+constexpr int kAttentionMaxBatchRank = 6;
+constexpr int64_t kAttentionQueryBlock = 32;  // rows per task (at most)
+constexpr int64_t kAttentionKeyBlock = 64;    // keys per online-softmax step
+
+// A float32 operand: batch index (b_0, ..., b_{r-1}) starts at
+// data + sum_i b_i * batch_strides[i] (0 where broadcast); element (row, col) of that matrix is
+// at row * rs + col * cs. Rows are queries (Q, out, mask) or keys (K, V); columns are features
+// (Q, K, V, out) or keys (mask).
+struct AttentionOperand {
+  const float* data = nullptr;
+  int64_t batch_strides[kAttentionMaxBatchRank] = {};
+  int64_t rs = 0, cs = 1;
+};
+
+struct AttentionProblem {
+  int batch_rank = 0;
+  int64_t batch_dims[kAttentionMaxBatchRank] = {};
+  int64_t sq = 0, skv = 0, d = 0, dv = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  AttentionOperand q, k, v;  // q.cs and v.cs must be 1; k.cs may be anything (K^T given)
+  AttentionOperand mask;     // data == nullptr: none; rs / cs may be 0 (broadcast)
+  AttentionOperand out;      // written (data cast from const); out.cs must be 1
+};
+
+// One task: rows [0, rows) of one batch's product, already offset to the task's first row.
+//   q: (rows, d) row stride q_rs; k: key j feature e at k[j * k_rs + e * k_cs], (skv keys);
+//   v: (skv, dv) row stride v_rs; mask: (rows, skv) strides mask_rs / mask_cs, or nullptr;
+//   out: (rows, dv) row stride out_rs.
+// Causal: row r sees keys j < min(skv, key_limit0 + r) (key_limit0 may be <= 0); without causal
+// every row sees all skv keys.
+struct AttentionTile {
+  const float* q;
+  int64_t q_rs;
+  const float* k;
+  int64_t k_rs, k_cs;
+  const float* v;
+  int64_t v_rs;
+  const float* mask;
+  int64_t mask_rs, mask_cs;
+  float* out;
+  int64_t out_rs;
+  int64_t rows, skv, d, dv;
+  bool causal;
+  int64_t key_limit0;
+  float scale;
+};
+
+using F32AttentionTileFn = void (*)(const AttentionTile& tile);
+
+namespace scalar {
+void f32_attention_tile__scalar(const AttentionTile& tile);
+}  // namespace scalar
+namespace avx2 {
+// Q.K^T by 2-query x 4-key blocks of 8-lane FMAs (features in vectors, horizontal sums at the
+// end; any d: a scalar tail for d % 8), exp by a degree-6 polynomial, acc += P V by 4-row x 16-
+// column register tiles (scalar tail for dv % 8).
+void f32_attention_tile__avx2(const AttentionTile& tile);
+}  // namespace avx2
+
+struct AttentionKernelInfo {
+  Isa isa;
+  const char* name;  // "f32_attention_tile__avx2"
+  F32AttentionTileFn tile;
+};
+
+// The entry for `isa`, or nullptr when this CPU cannot run it (there is no AVX-512 variant:
+// kAvx512 maps to the AVX2 one).
+const AttentionKernelInfo* f32_attention_kernel_for(Isa isa);
+// The entry for selected_isa().
+const AttentionKernelInfo& f32_attention_kernel();
+
+// Runs `p` on exactly min(num_threads, tasks) threads of cpu_thread_pool().
+void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p, int num_threads);
+
+// The CPU kernel of peregrine.Attention (attributes num_heads, k_transposed, scale, causal).
+// Shapes it does not handle (non-float32, batch dims that need broadcasting beyond K / V / mask
+// broadcast into Q's batch, batch rank above kAttentionMaxBatchRank) run the reference kernel.
+Expected<std::unique_ptr<PreparedKernel>> prepare_attention(const ir::Node& node);
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,59 @@
+// Pooling rows and plane reductions, AVX2. A pooling row combines one kernel tap into a row
+// of accumulators: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride].
+//   stride 1: 8 contiguous floats per step.
+//   stride 2: 16 contiguous floats per step, the even ones picked by shuffle + permute; the
+//             vector loop stops while 16 reads stay within x[0 .. 2 (n - 1)] (no over-read).
+//   other strides and tails: element by element.
+// Contract: ukernels/f32_vector_ukernels.h.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "backends/cpu/ukernels/f32_vreduce_avx2.h"
+
+namespace peregrine::cpu::avx2 {
+
+namespace {
+
+// x[0], x[2], ..., x[14] of 16 contiguous floats.
+inline __m256 load_even(const float* x) {
+  const __m256 lo = _mm256_loadu_ps(x), hi = _mm256_loadu_ps(x + 8);
+  // Per 128-bit lane: lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6; then 64-bit pairs 0 2 1 3.
+  const __m256 t = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+template <bool kMax>
+inline __m256 combine(__m256 acc, __m256 v) {
+  return kMax ? _mm256_max_ps(acc, v) : _mm256_add_ps(acc, v);
+}
+
+template <bool kMax>
+void pool_row(const float* x, size_t stride, float* acc, size_t n) {
+  size_t j = 0;
+  if (stride == 1) {
+    for (; j + 8 <= n; j += 8)
+      _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), _mm256_loadu_ps(x + j)));
+  } else if (stride == 2) {
+    for (; j + 9 <= n; j += 8)  // reads x[2j .. 2j + 15] <= x[2 (n - 1)]
+      _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), load_even(x + 2 * j)));
+  }
+  for (; j < n; ++j) {
+    const float v = x[j * stride];
+    acc[j] = kMax ? std::max(acc[j], v) : acc[j] + v;
+  }
+}
+
+}  // namespace
+
+void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n) {
+  pool_row<true>(x, stride, acc, n);
+}
+void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n) {
+  pool_row<false>(x, stride, acc, n);
+}
+float f32_reduce_max__avx2(const float* x, size_t n) { return array_max(x, n); }
+float f32_reduce_sum__avx2(const float* x, size_t n) { return array_sum(x, n); }
+
+}  // namespace peregrine::cpu::avx2

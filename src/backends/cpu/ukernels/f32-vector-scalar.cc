@@ -1,0 +1,156 @@
+// f32 vector micro-kernels, scalar: plain loops with std:: math (correctly rounded or nearly),
+// the fallback for CPUs without AVX2 and PEREGRINE_ISA=scalar; plus the per-ISA table.
+// Contract: ukernels/f32_vector_ukernels.h.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
+
+namespace peregrine::cpu {
+
+namespace scalar {
+
+namespace {
+
+template <typename F>
+inline void map_unary(const float* x, float* y, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+template <typename F>
+inline void map_binary(const float* a, size_t a_step, const float* b, size_t b_step, float* y,
+                       size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) y[i] = f(a[i * a_step], b[i * b_step]);
+}
+
+inline float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+
+}  // namespace
+
+void f32_vunary__scalar(UnaryOp op, const float* x, float* y, size_t n) {
+  switch (op) {
+    case UnaryOp::kRelu:
+      return map_unary(x, y, n, [](float v) { return v > 0.0f ? v : 0.0f; });
+    case UnaryOp::kSigmoid:
+      return map_unary(x, y, n, sigmoid);
+    case UnaryOp::kSilu:
+      return map_unary(x, y, n, [](float v) { return v * sigmoid(v); });
+    case UnaryOp::kTanh:
+      return map_unary(x, y, n, [](float v) { return std::tanh(v); });
+    case UnaryOp::kErf:
+      return map_unary(x, y, n, [](float v) { return std::erf(v); });
+    case UnaryOp::kExp:
+      return map_unary(x, y, n, [](float v) { return std::exp(v); });
+    case UnaryOp::kGelu:
+      return map_unary(x, y, n, [](float v) {
+        return 0.5f * v * std::erfc(-v * 0.70710678118654752f);  // = 1 + erf(v / sqrt 2)
+      });
+    case UnaryOp::kGeluTanh:
+      return map_unary(x, y, n, [](float v) {
+        return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+      });
+  }
+}
+
+void f32_vbinary__scalar(BinaryOp op, const float* a, size_t a_step, const float* b,
+                         size_t b_step, float* y, size_t n) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return map_binary(a, a_step, b, b_step, y, n, [](float p, float q) { return p + q; });
+    case BinaryOp::kSub:
+      return map_binary(a, a_step, b, b_step, y, n, [](float p, float q) { return p - q; });
+    case BinaryOp::kMul:
+      return map_binary(a, a_step, b, b_step, y, n, [](float p, float q) { return p * q; });
+    case BinaryOp::kDiv:
+      return map_binary(a, a_step, b, b_step, y, n, [](float p, float q) { return p / q; });
+  }
+}
+
+float f32_reduce_max__scalar(const float* x, size_t n) {
+  float m = -INFINITY;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+float f32_reduce_sum__scalar(const float* x, size_t n) {
+  // 4 partial sums: fewer rounding steps in a row, and vectorizable.
+  float s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) s[k] += x[i + k];
+  for (; i < n; ++i) s[0] += x[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+void f32_softmax_row__scalar(const float* x, float* y, size_t n) {
+  const float m = f32_reduce_max__scalar(x, n);
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    y[i] = std::exp(x[i] - m);
+    sum += y[i];
+  }
+  const float scale = 1.0f / sum;
+  for (size_t i = 0; i < n; ++i) y[i] *= scale;
+}
+
+void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float* beta, float eps,
+                                float* y, size_t n) {
+  const float mean = f32_reduce_sum__scalar(x, n) / static_cast<float>(n);
+  float sq = 0.0f;
+  for (size_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  const float inv_std = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+  for (size_t i = 0; i < n; ++i)
+    y[i] = (x[i] - mean) * (gamma[i] * inv_std) + (beta ? beta[i] : 0.0f);
+}
+
+void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n) {
+  for (size_t j = 0; j < n; ++j) acc[j] = std::max(acc[j], x[j * stride]);
+}
+
+void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n) {
+  for (size_t j = 0; j < n; ++j) acc[j] += x[j * stride];
+}
+
+}  // namespace scalar
+
+namespace {
+
+const VectorUkernels kScalar = {
+    Isa::kScalar,
+    scalar::f32_vunary__scalar,
+    scalar::f32_vbinary__scalar,
+    scalar::f32_softmax_row__scalar,
+    scalar::f32_layer_norm_row__scalar,
+    scalar::f32_max_row__scalar,
+    scalar::f32_add_row__scalar,
+    scalar::f32_reduce_max__scalar,
+    scalar::f32_reduce_sum__scalar,
+};
+
+const VectorUkernels kAvx2 = {
+    Isa::kAvx2,
+    avx2::f32_vunary__avx2,
+    avx2::f32_vbinary__avx2,
+    avx2::f32_softmax_row__avx2,
+    avx2::f32_layer_norm_row__avx2,
+    avx2::f32_max_row__avx2,
+    avx2::f32_add_row__avx2,
+    avx2::f32_reduce_max__avx2,
+    avx2::f32_reduce_sum__avx2,
+};
+
+}  // namespace
+
+const VectorUkernels* vector_ukernels_for(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  return isa == Isa::kScalar ? &kScalar : &kAvx2;  // AVX-512 machines run the AVX2 kernels
+}
+
+const VectorUkernels& vector_ukernels() {
+  const Expected<Isa>& isa = selected_isa();
+  const VectorUkernels* table = vector_ukernels_for(isa.is_ok() ? isa.value() : Isa::kScalar);
+  if (!isa.is_ok()) table = vector_ukernels_for(cpu_features().best_isa());
+  return *table;
+}
+
+}  // namespace peregrine::cpu

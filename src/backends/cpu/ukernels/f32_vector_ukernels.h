@@ -1,0 +1,93 @@
+// f32 vector micro-kernels for the memory-bound ops (elementwise maps, row normalizations,
+// pooling rows), one table per ISA level:
+//   scalar (ukernels/f32-vector-scalar.cc): plain loops, std:: math functions.
+//   avx2   (ukernels/f32-v*-avx2.cc): 8-wide AVX2 + FMA, own exp / erf / tanh / sigmoid
+//          approximations (ukernels/f32_vmath_avx2.h, errors stated there).
+// Contract for every kernel: any length n >= 0 (tails past the last full vector are done
+// element by element, never reading or writing past n); no alignment required; y may equal
+// an input pointer exactly (in-place: element i is read before y[i] is written), but must not
+// partially overlap one.
+#pragma once
+
+#include <cstddef>
+
+#include "backends/cpu/cpu_features.h"
+
+namespace peregrine::cpu {
+
+// Elementwise unary maps y[i] = f(x[i]).
+enum class UnaryOp {
+  kRelu,
+  kSigmoid,
+  kSilu,  // x * sigmoid(x)
+  kTanh,
+  kErf,
+  kExp,
+  kGelu,      // 0.5 x (1 + erf(x / sqrt 2))
+  kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+};
+
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+
+// y[i] = f(x[i]) for i in [0, n).
+using F32UnaryFn = void (*)(UnaryOp op, const float* x, float* y, size_t n);
+// y[i] = a[i * a_step] op b[i * b_step], steps 0 (a broadcast scalar) or 1.
+using F32BinaryFn = void (*)(BinaryOp op, const float* a, size_t a_step, const float* b,
+                             size_t b_step, float* y, size_t n);
+// Softmax of one contiguous row: y = exp(x - max x) / sum. n >= 1.
+using F32SoftmaxRowFn = void (*)(const float* x, float* y, size_t n);
+// LayerNorm of one contiguous row: y = (x - mean) / sqrt(var + eps) * gamma (+ beta when
+// non-null); two passes for the moments (mean, then the centred sum of squares). n >= 1.
+using F32LayerNormRowFn = void (*)(const float* x, const float* gamma, const float* beta,
+                                   float eps, float* y, size_t n);
+// Pooling rows: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride], j in [0, n).
+// Reads x[0 .. (n - 1) * stride] only.
+using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t n);
+// Reductions over x[0, n): max (-inf for n == 0) and sum (0 for n == 0).
+using F32ReduceFn = float (*)(const float* x, size_t n);
+
+struct VectorUkernels {
+  Isa isa;
+  F32UnaryFn unary;
+  F32BinaryFn binary;
+  F32SoftmaxRowFn softmax_row;
+  F32LayerNormRowFn layer_norm_row;
+  F32PoolRowFn max_row;
+  F32PoolRowFn add_row;
+  F32ReduceFn reduce_max;
+  F32ReduceFn reduce_sum;
+};
+
+// The table for `isa` (AVX-512 machines use the AVX2 table), or nullptr when this CPU cannot
+// run it.
+const VectorUkernels* vector_ukernels_for(Isa isa);
+// The table for selected_isa() (the best level when PEREGRINE_ISA is invalid).
+const VectorUkernels& vector_ukernels();
+
+namespace scalar {
+void f32_vunary__scalar(UnaryOp op, const float* x, float* y, size_t n);
+void f32_vbinary__scalar(BinaryOp op, const float* a, size_t a_step, const float* b,
+                         size_t b_step, float* y, size_t n);
+void f32_softmax_row__scalar(const float* x, float* y, size_t n);
+void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float* beta, float eps,
+                                float* y, size_t n);
+void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n);
+void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n);
+float f32_reduce_max__scalar(const float* x, size_t n);
+float f32_reduce_sum__scalar(const float* x, size_t n);
+}  // namespace scalar
+
+namespace avx2 {
+void f32_vunary__avx2(UnaryOp op, const float* x, float* y, size_t n);
+void f32_vbinary__avx2(BinaryOp op, const float* a, size_t a_step, const float* b,
+                       size_t b_step, float* y, size_t n);
+void f32_softmax_row__avx2(const float* x, float* y, size_t n);
+void f32_layer_norm_row__avx2(const float* x, const float* gamma, const float* beta, float eps,
+                              float* y, size_t n);
+void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n);
+void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
+float f32_reduce_max__avx2(const float* x, size_t n);
+float f32_reduce_sum__avx2(const float* x, size_t n);
+}  // namespace avx2
+
+}  // namespace peregrine::cpu
