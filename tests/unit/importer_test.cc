@@ -8,6 +8,7 @@
 
 #include "importer/onnx/onnx_importer.h"
 #include "onnx/onnx-ml.pb.h"
+#include "ir/printer.h"
 #include "peregrine/session.h"
 #include "runtime/type_inference.h"
 
@@ -240,6 +241,10 @@ TEST(Verifier, SortsNodesTopologically) {
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   EXPECT_EQ(model->graph.nodes[0]->op_type, "Neg");
   EXPECT_EQ(model->graph.nodes[1]->op_type, "Relu");
+  // The printer shows the sorted order with types and the node names.
+  std::string text = ir::print_graph(model->graph);
+  EXPECT_LT(text.find("= Neg(%x)"), text.find("= Relu(%a)")) << text;
+  EXPECT_NE(text.find("%b: float32[2] = Relu(%a)  # b"), std::string::npos) << text;
 }
 
 TEST(Verifier, SubgraphMayReadOuterValues) {

@@ -26,3 +26,55 @@ TEST(Npy, RejectsObjectArrays) {
 
 }  // namespace
 }  // namespace peregrine
+
+namespace peregrine {
+namespace {
+
+// Builds a .npy of format `major` by hand (numpy writes 2.0/3.0 only for huge headers).
+std::string npy_bytes(int major, const std::string& header, const std::string& data) {
+  std::string out = std::string("\x93NUMPY", 6);
+  out += static_cast<char>(major);
+  out += '\0';
+  uint32_t len = static_cast<uint32_t>(header.size());
+  if (major == 1) {
+    out += static_cast<char>(len & 0xff);
+    out += static_cast<char>(len >> 8);
+  } else {
+    out.append(reinterpret_cast<const char*>(&len), 4);
+  }
+  return out + header + data;
+}
+
+TEST(Npy, ReadsVersions2And3) {
+  int32_t values[3] = {7, -8, 9};
+  std::string data(reinterpret_cast<const char*>(values), 12);
+  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }\n";
+  for (int major : {2, 3}) {
+    auto t = parse_npy(npy_bytes(major, header, data), "v.npy");
+    ASSERT_TRUE(t.is_ok()) << t.status().message();
+    EXPECT_EQ(t->dtype(), DType::kInt32);
+    EXPECT_EQ(t->data<int32_t>()[1], -8);
+  }
+}
+
+TEST(Npy, RejectsBigEndianFortranAndShortData) {
+  std::string be = "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }\n";
+  EXPECT_FALSE(parse_npy(npy_bytes(1, be, std::string(4, '\0')), "b.npy").is_ok());
+  std::string fo = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n";
+  EXPECT_FALSE(parse_npy(npy_bytes(1, fo, std::string(16, '\0')), "f.npy").is_ok());
+  std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n";
+  auto short_data = parse_npy(npy_bytes(1, ok, std::string(12, '\0')), "s.npy");
+  ASSERT_FALSE(short_data.is_ok());
+  EXPECT_NE(short_data.status().message().find("needs 16"), std::string::npos);
+}
+
+TEST(Npy, ScalarRoundTrip) {
+  Tensor t = Tensor::scalar<double>(2.5);
+  auto back = parse_npy(serialize_npy(t), "scalar");
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(back->rank(), 0);
+  EXPECT_EQ(back->data<double>()[0], 2.5);
+}
+
+}  // namespace
+}  // namespace peregrine

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ir/graph.h"
+#include "ir/printer.h"
 #include "ops/op_schema.h"
 #include "peregrine/session.h"
 #include "cli_common.h"
@@ -60,6 +61,7 @@ int cmd_inspect(int argc, char** argv) {
   Args args("inspect", "MODEL [options]");
   args.flag("shape", "NAME=DIMS: fix an input's shape for shape inference and FLOPs (repeatable)", true);
   args.toggle("json", "print one JSON object instead of text");
+  args.toggle("graph", "print the graph after optimization, one node per line");
   add_engine_flags(&args);
   Status st = args.parse(argc, argv);
   if (!st.is_ok()) return print_error(st);
@@ -136,6 +138,7 @@ int cmd_inspect(int argc, char** argv) {
                   mem.unshared_bytes / 1e6);
     o << "arena:      " << buf << "\n";
   }
+  if (args.is_set("graph") && !args.is_set("json")) o << "\n" << ir::print_graph(model.graph);
   std::fputs(o.str().c_str(), stdout);
   return 0;
 }
