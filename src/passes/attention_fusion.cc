@@ -159,21 +159,14 @@ class AttentionFusion : public Pass {
  public:
   const char* name() const override { return "attention_fusion"; }
   Expected<bool> run(ir::Graph& g) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      GraphIndex index(g);
-      for (auto& n : g.nodes) {
-        auto m = match_core(g, index, *n);
-        if (!m) continue;
-        try_absorb_heads(g, index, &*m);
-        rewrite(g, *m);
-        count_rewrite();
-        changed = again = true;
-        break;
-      }
-    }
-    return changed;
+    auto match_with_heads = [](const ir::Graph& graph, const GraphIndex& index, ir::Node& node) {
+      auto m = match_core(graph, index, node);
+      if (m) try_absorb_heads(graph, index, &*m);
+      return m;
+    };
+    int n = rewrite_each_match(g, match_with_heads, rewrite);
+    count_rewrite(n);
+    return n > 0;
   }
 };
 

@@ -54,26 +54,18 @@ class CollapseTransposeChains : public Pass {
  public:
   const char* name() const override { return "collapse_transpose_chains"; }
   Expected<bool> run(ir::Graph& g) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      GraphIndex index(g);
-      for (auto& node_ptr : g.nodes) {
-        auto m = match(g, index, *node_ptr);
-        if (!m) continue;
-        if (m->identity) {
-          replace_uses(g, m->outer->outputs[0], m->source);
-          remove_nodes(g, {m->outer});
-        } else {
-          m->outer->inputs[0] = m->source;
-          m->outer->attributes["perm"] = ints_attr("perm", m->perm);
-        }
-        count_rewrite();
-        changed = again = true;
-        break;
+    auto collapse = [](ir::Graph& graph, const auto& m) {
+      if (m.identity) {
+        replace_uses(graph, m.outer->outputs[0], m.source);
+        remove_nodes(graph, {m.outer});
+      } else {
+        m.outer->inputs[0] = m.source;
+        m.outer->attributes["perm"] = ints_attr("perm", m.perm);
       }
-    }
-    return changed;
+    };
+    int n = rewrite_each_match(g, match, collapse);
+    count_rewrite(n);
+    return n > 0;
   }
 };
 

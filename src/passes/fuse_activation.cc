@@ -151,20 +151,9 @@ class FuseActivation : public Pass {
  public:
   const char* name() const override { return "fuse_activation"; }
   Expected<bool> run(ir::Graph& g) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      GraphIndex index(g);
-      for (auto& n : g.nodes) {
-        auto m = match(g, index, *n);
-        if (!m) continue;
-        rewrite(g, *m);
-        count_rewrite();
-        changed = again = true;
-        break;
-      }
-    }
-    return changed;
+    int n = rewrite_each_match(g, match, rewrite);
+    count_rewrite(n);
+    return n > 0;
   }
 };
 

@@ -134,21 +134,13 @@ class GeluFusion : public Pass {
  public:
   const char* name() const override { return "gelu_fusion"; }
   Expected<bool> run(ir::Graph& g) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      GraphIndex index(g);
-      for (auto& n : g.nodes) {
-        auto m = match_erf(g, index, *n);
-        if (!m) m = match_tanh(g, index, *n);
-        if (!m) continue;
-        rewrite(g, *m);
-        count_rewrite();
-        changed = again = true;
-        break;
-      }
-    }
-    return changed;
+    auto match_either = [](const ir::Graph& graph, const GraphIndex& index, ir::Node& node) {
+      auto m = match_erf(graph, index, node);
+      return m ? m : match_tanh(graph, index, node);
+    };
+    int n = rewrite_each_match(g, match_either, rewrite);
+    count_rewrite(n);
+    return n > 0;
   }
 };
 

@@ -45,24 +45,15 @@ class MatMulAddToGemm : public Pass {
  public:
   const char* name() const override { return "matmul_add_to_gemm"; }
   Expected<bool> run(ir::Graph& g) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      GraphIndex index(g);
-      for (auto& n : g.nodes) {
-        auto m = match(g, index, *n);
-        if (!m) continue;
-        ir::Node* gemm = add_node(g, "Gemm", {m->matmul->inputs[0], m->matmul->inputs[1], m->bias},
-                                  {m->add->outputs[0]}, m->matmul->name);
-        g.values.erase(m->matmul->outputs[0]);
-        remove_nodes(g, {m->matmul, m->add});
-        (void)gemm;
-        count_rewrite();
-        changed = again = true;
-        break;
-      }
-    }
-    return changed;
+    auto to_gemm = [](ir::Graph& graph, const auto& m) {
+      add_node(graph, "Gemm", {m.matmul->inputs[0], m.matmul->inputs[1], m.bias},
+               {m.add->outputs[0]}, m.matmul->name);
+      graph.values.erase(m.matmul->outputs[0]);
+      remove_nodes(graph, {m.matmul, m.add});
+    };
+    int n = rewrite_each_match(g, match, to_gemm);
+    count_rewrite(n);
+    return n > 0;
   }
 };
 

@@ -40,6 +40,27 @@ class GraphIndex {
   std::set<std::string> outputs_, inputs_;
 };
 
+// Rewrites one match at a time until no node matches: a rewrite invalidates the index,
+// so the graph is indexed again after each. `match(graph, index, node)` returns an
+// optional match; `rewrite(graph, match)` applies it. Returns the number of rewrites.
+template <typename MatchFn, typename RewriteFn>
+int rewrite_each_match(ir::Graph& graph, MatchFn&& match, RewriteFn&& rewrite) {
+  int rewrites = 0;
+  for (bool again = true; again;) {
+    again = false;
+    GraphIndex index(graph);
+    for (auto& node : graph.nodes) {
+      auto m = match(graph, index, *node);
+      if (!m) continue;
+      rewrite(graph, *m);
+      ++rewrites;
+      again = true;
+      break;
+    }
+  }
+  return rewrites;
+}
+
 bool has_subgraph(const ir::Node& node);
 // Initializer tensor of `value` in this graph, nullptr if not a constant.
 const Tensor* constant_of(const ir::Graph& graph, const std::string& value);
