@@ -194,8 +194,6 @@ int cmd_bench(int argc, char** argv) {
   Args args("bench", "MODEL [options]");
   add_model_input_flags(&args);
   add_engine_flags(&args);
-  args.flag("seed", "seed of the random inputs (default: 0)");
-  args.flag("threads", "worker threads (default: 1)");
   args.flag("warmup-ms", "warm up for at least this long before timing, first run included "
                          "(default: 200)");
   args.flag("iterations", "timed runs (exclusive with --duration-s)");
@@ -212,22 +210,11 @@ int cmd_bench(int argc, char** argv) {
     return print_error(invalid_input("peregrine bench: expected exactly one MODEL argument"));
 
   SessionOptions options;
+  uint64_t seed = 0;
   std::map<std::string, Tensor> given;
-  st = parse_model_input_flags(args, &options, &given);
+  st = parse_model_input_flags(args, &options, &given, &seed);
   if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
-  uint64_t seed = 0;
-  if (args.has("seed")) {
-    auto v = parse_int(args.get("seed"), "seed");
-    if (!v.is_ok()) return print_error(v.status());
-    seed = static_cast<uint64_t>(*v);
-  }
-  if (args.has("threads")) {
-    auto v = parse_int(args.get("threads"), "threads");
-    if (!v.is_ok()) return print_error(v.status());
-    if (*v < 1 || *v > 1024) return print_error(invalid_input("--threads must be in 1..1024"));
-    options.num_threads = static_cast<int>(*v);
-  }
   double warmup_ms = 200;
   if (args.has("warmup-ms")) {
     auto v = parse_int(args.get("warmup-ms"), "warmup-ms");

@@ -113,9 +113,10 @@ Expected<int64_t> parse_int(const std::string& text, const std::string& flag) {
 
 void add_engine_flags(Args* args) {
   args->flag("opt-level", "graph optimization level 0..3 (also -O0..-O3; default 2): 0 none, "
-                          "1 cleanup, 2 cleanup + fusion, 3 = 2 for now");
+                          "1 cleanup, 2 cleanup + fusion, 3 = 2 + NHWC conv layout");
   args->flag("disable-pass", "NAME: skip a graph pass (repeatable; see 'peregrine compile --help')", true);
   args->flag("backend", "cpu (optimized kernels, reference for the rest; default) or reference");
+  args->flag("threads", "worker threads (default: 1)");
 }
 
 Status parse_engine_flags(const Args& args, SessionOptions* options) {
@@ -131,6 +132,11 @@ Status parse_engine_flags(const Args& args, SessionOptions* options) {
     if (b != "cpu" && b != "reference")
       return invalid_input("--backend must be 'cpu' or 'reference', got '" + b + "'");
     options->backend = b;
+  }
+  if (args.has("threads")) {
+    PG_ASSIGN_OR_RETURN(int64_t threads, parse_int(args.get("threads"), "threads"));
+    if (threads < 1 || threads > 1024) return invalid_input("--threads must be in 1..1024");
+    options->num_threads = static_cast<int>(threads);
   }
   return Status::ok();
 }

@@ -49,7 +49,8 @@ Expected<int64_t> parse_int(const std::string& text, const std::string& flag);
 
 int print_error(const Status& st);
 
-// How the engine prepares a model: --opt-level (also -O0..-O3), --disable-pass, --backend.
+// How the engine prepares and runs a model: --opt-level (also -O0..-O3), --disable-pass,
+// --backend, --threads.
 void add_engine_flags(Args* args);
 Status parse_engine_flags(const Args& args, SessionOptions* options);
 // Rewrites the short forms -O0..-O3 into --opt-level=N (main() does this for every command).

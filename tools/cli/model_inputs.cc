@@ -9,10 +9,16 @@ namespace peregrine::cli {
 void add_model_input_flags(Args* args) {
   args->flag("input", "NAME=FILE.npy: value of an input (repeatable); others are random", true);
   args->flag("shape", "NAME=DIMS: fix an input's shape, e.g. data=1x3x224x224 (repeatable)", true);
+  args->flag("seed", "seed of the random inputs (default: 0)");
 }
 
 Status parse_model_input_flags(const Args& args, SessionOptions* options,
-                               std::map<std::string, Tensor>* given) {
+                               std::map<std::string, Tensor>* given, uint64_t* seed) {
+  *seed = 0;
+  if (args.has("seed")) {
+    PG_ASSIGN_OR_RETURN(int64_t v, parse_int(args.get("seed"), "seed"));
+    *seed = static_cast<uint64_t>(v);
+  }
   for (const auto& s : args.get_all("shape")) {
     PG_ASSIGN_OR_RETURN(auto kv, split_assignment(s, "shape"));
     PG_ASSIGN_OR_RETURN(Shape dims, parse_dims(kv.second));

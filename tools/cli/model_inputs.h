@@ -15,13 +15,13 @@
 
 namespace peregrine::cli {
 
-// Declares --input (repeatable) and --shape (repeatable) on `args`.
+// Declares --input (repeatable), --shape (repeatable) and --seed on `args`.
 void add_model_input_flags(Args* args);
 
 // --shape into options->input_shapes; --input files read into *given (file I/O happens
-// here, before any timing starts).
+// here, before any timing starts); --seed (default 0) into *seed.
 Status parse_model_input_flags(const Args& args, SessionOptions* options,
-                               std::map<std::string, Tensor>* given);
+                               std::map<std::string, Tensor>* given, uint64_t* seed);
 
 // Seeded random values: floats uniform in [-1, 1), integers in [0, 10), bools fair.
 Expected<Tensor> random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng);

@@ -210,7 +210,6 @@ int cmd_profile(int argc, char** argv) {
   Args args("profile", "MODEL [options]");
   add_model_input_flags(&args);
   add_engine_flags(&args);
-  args.flag("threads", "worker threads (default: 1)");
   args.flag("iterations", "profiled runs (default: 10); as many untimed runs are interleaved");
   args.flag("trace", "write a Chrome trace (JSON, loads in Perfetto) of the profiled runs to FILE");
   args.flag("report", "write a self-contained HTML report (roofline, op breakdown, table) to FILE");
@@ -228,16 +227,11 @@ int cmd_profile(int argc, char** argv) {
   const std::string model_path = args.positional()[0];
 
   SessionOptions options;
+  uint64_t seed = 0;
   std::map<std::string, Tensor> given;  // --input files are read here, before any timing
-  st = parse_model_input_flags(args, &options, &given);
+  st = parse_model_input_flags(args, &options, &given, &seed);
   if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
-  if (args.has("threads")) {
-    auto v = parse_int(args.get("threads"), "threads");
-    if (!v.is_ok()) return print_error(v.status());
-    if (*v < 1 || *v > 1024) return print_error(invalid_input("--threads must be in 1..1024"));
-    options.num_threads = static_cast<int>(*v);
-  }
   int iterations = kDefaultIterations;
   if (args.has("iterations")) {
     auto v = parse_int(args.get("iterations"), "iterations");
@@ -253,7 +247,7 @@ int cmd_profile(int argc, char** argv) {
   auto session = Session::load(model_path, options);
   if (!session.is_ok()) return print_error(session.status());
   // Inputs are made before any timed region.
-  auto tensors = make_model_inputs(**session, given, /*seed=*/0);
+  auto tensors = make_model_inputs(**session, given, seed);
   if (!tensors.is_ok()) return print_error(tensors.status());
   const std::string input_shapes = describe_input_shapes(*tensors);  // for the run record
   std::map<std::string, RuntimeValue> inputs;

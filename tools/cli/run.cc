@@ -28,8 +28,6 @@ int cmd_run(int argc, char** argv) {
   add_model_input_flags(&args);
   add_engine_flags(&args);
   args.flag("output-dir", "where to write <output>.npy (default: peregrine_outputs)");
-  args.flag("seed", "seed of the random inputs (default: 0)");
-  args.flag("threads", "worker threads (default: 1)");
   args.toggle("overwrite", "replace .npy files that already exist in the output folder");
   Status st = args.parse(argc, argv);
   if (!st.is_ok()) return print_error(st);
@@ -41,22 +39,11 @@ int cmd_run(int argc, char** argv) {
     return print_error(invalid_input("peregrine run: expected exactly one MODEL argument"));
 
   SessionOptions options;
+  uint64_t seed = 0;
   std::map<std::string, Tensor> given;
-  st = parse_model_input_flags(args, &options, &given);
+  st = parse_model_input_flags(args, &options, &given, &seed);
   if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
-  uint64_t seed = 0;
-  if (args.has("seed")) {
-    auto v = parse_int(args.get("seed"), "seed");
-    if (!v.is_ok()) return print_error(v.status());
-    seed = static_cast<uint64_t>(*v);
-  }
-  if (args.has("threads")) {
-    auto v = parse_int(args.get("threads"), "threads");
-    if (!v.is_ok()) return print_error(v.status());
-    if (*v < 1 || *v > 1024) return print_error(invalid_input("--threads must be in 1..1024"));
-    options.num_threads = static_cast<int>(*v);
-  }
 
   auto session = Session::load(args.positional()[0], options);
   if (!session.is_ok()) return print_error(session.status());
