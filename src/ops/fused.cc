@@ -11,6 +11,8 @@
 //     num_heads = 0: inputs already per head, (..., S, D); k_transposed = 1 means K
 //     is given as (..., D, S). num_heads = H > 0: inputs are (B, S, H*D) and are split
 //     into heads (reshape + transpose) and merged back after.
+//     causal = 1 (optional, default 0): query i sees key j only when j <= i + Skv - Sq, as if a
+//     mask of -inf above that diagonal were added.
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.
 //   ConvNhwc(X, W, B?, Z?)    = FusedConv with X, Z and Y in NHWC (N, H, W, C) instead of
 //     NCHW; W stays (M, C / group, KH, KW). Only 2-D. Written by the layout_nhwc pass.

@@ -4,7 +4,8 @@
 //             im2col copies whole channel vectors, depthwise vectorizes over channels), plus
 //             the ops between them that do not care about layout: unary elementwise ops and
 //             Add / Sub / Mul / Div whose activation inputs are all NHWC and of one shape (a
-//             scalar constant operand is allowed).
+//             scalar constant operand is allowed); and Concat / Split of NHWC values, whose
+//             `axis` is moved to the NHWC position (C: 1 -> 3, H: 2 -> 1, W: 3 -> 2).
 //   Produces: peregrine.ConvNhwc (same attributes and inputs; X, Z and Y are NHWC); the
 //             layout-free ops unchanged but on NHWC values. Transpose(perm 0,2,3,1) where an
 //             NCHW value enters a chain and Transpose(perm 0,3,1,2) where an NHWC value leaves
@@ -31,6 +32,16 @@ const std::set<std::string> kUnaryLayoutFree = {
     "Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "HardSwish", "HardSigmoid", "Elu",
     "Selu", "Neg",     "Abs",  "Exp",  "Sqrt",      "Identity",  "Softplus",    "Erf"};
 const std::set<std::string> kBinaryLayoutFree = {"Add", "Sub", "Mul", "Div"};
+// Ops with an `axis` attribute over rank-4 activations (every activation input NHWC).
+const std::set<std::string> kAxisOps = {"Concat", "Split"};
+
+// The rank-4 axis attribute of `n` in 0..3 (default 0), or -1 when out of range.
+int64_t rank4_axis(const ir::Node& n) {
+  const ir::Attribute* a = n.attribute("axis");
+  int64_t axis = a ? a->i : 0;
+  if (axis < 0) axis += 4;
+  return axis >= 0 && axis < 4 ? axis : -1;
+}
 
 bool is_static_rank4_float(const ir::Graph& g, const std::string& v) {
   const ir::ValueType* t = float32_type(g, v);
@@ -65,9 +76,15 @@ bool is_convertible_conv(const ir::Graph& g, const ir::Node& n) {
 
 // The inputs of `n` that carry activations (and so change layout with it).
 std::vector<size_t> activation_inputs(const ir::Node& n, bool conv) {
-  if (conv) return n.inputs.size() > 3 && !n.inputs[3].empty() ? std::vector<size_t>{0, 3}
-                                                                 : std::vector<size_t>{0};
-  if (kUnaryLayoutFree.count(n.op_type)) return {0};
+  if (conv)
+    return n.inputs.size() > 3 && !n.inputs[3].empty() ? std::vector<size_t>{0, 3}
+                                                       : std::vector<size_t>{0};
+  if (kUnaryLayoutFree.count(n.op_type) || n.op_type == "Split") return {0};
+  if (n.op_type == "Concat") {
+    std::vector<size_t> all(n.inputs.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return all;
+  }
   return {0, 1};
 }
 
@@ -75,7 +92,21 @@ std::vector<size_t> activation_inputs(const ir::Node& n, bool conv) {
 // have one scalar constant operand instead).
 bool is_layout_free_on(const ir::Graph& g, const ir::Node& n,
                        const std::map<std::string, std::string>& nhwc) {
-  if (!n.domain.empty() || has_subgraph(n) || n.outputs.size() != 1) return false;
+  if (!n.domain.empty() || has_subgraph(n) || n.outputs.empty()) return false;
+  if (kAxisOps.count(n.op_type)) {
+    // Concat: every input NHWC; Split: X NHWC, split sizes (input 1) a constant if given.
+    if (rank4_axis(n) < 0 || n.inputs.empty()) return false;
+    const size_t activations = n.op_type == "Concat" ? n.inputs.size() : 1;
+    for (size_t i = 0; i < activations; ++i)
+      if (!nhwc.count(n.inputs[i])) return false;
+    if (n.op_type == "Split" && n.inputs.size() > 1 && !n.inputs[1].empty() &&
+        !constant_of(g, n.inputs[1]))
+      return false;
+    for (const auto& o : n.outputs)
+      if (o.empty() || !is_static_rank4_float(g, o)) return false;
+    return true;
+  }
+  if (n.outputs.size() != 1) return false;
   if (kUnaryLayoutFree.count(n.op_type)) {
     if (n.inputs.empty() || !nhwc.count(n.inputs[0])) return false;
     for (size_t i = 1; i < n.inputs.size(); ++i)  // Clip's min / max
@@ -114,8 +145,9 @@ std::set<const ir::Node*> choose_nhwc_nodes(const ir::Graph& g, const GraphIndex
     for (const auto& u : index.uses(v)) {
       if (u.node == nullptr || u.input < 0) continue;
       if (convs.count(u.node)) return true;
-      if (u.node->domain.empty() && (kUnaryLayoutFree.count(u.node->op_type) ||
-                                     kBinaryLayoutFree.count(u.node->op_type)))
+      if (u.node->domain.empty() &&
+          (kUnaryLayoutFree.count(u.node->op_type) || kBinaryLayoutFree.count(u.node->op_type) ||
+           kAxisOps.count(u.node->op_type)))
         for (const auto& o : u.node->outputs)
           for (const auto& u2 : index.uses(o))
             if (u2.input >= 0 && convs.count(u2.node)) return true;
@@ -127,7 +159,9 @@ std::set<const ir::Node*> choose_nhwc_nodes(const ir::Graph& g, const GraphIndex
     if (!p) return false;
     if (convs.count(p)) return true;
     if (!p->domain.empty()) return false;
-    if (!kUnaryLayoutFree.count(p->op_type) && !kBinaryLayoutFree.count(p->op_type)) return false;
+    if (!kUnaryLayoutFree.count(p->op_type) && !kBinaryLayoutFree.count(p->op_type) &&
+        !kAxisOps.count(p->op_type))
+      return false;
     for (const auto& in : p->inputs)
       if (const ir::Node* pp = index.producer(in); pp && convs.count(pp)) return true;
     return false;
@@ -143,7 +177,7 @@ std::set<const ir::Node*> choose_nhwc_nodes(const ir::Graph& g, const GraphIndex
     if (!join) continue;
     // Values read by subgraphs keep their NCHW name via the transpose back; fine.
     result.insert(n.get());
-    nhwc[n->outputs[0]] = "";
+    for (const auto& o : n->outputs) nhwc[o] = "";
   }
   return result;
 }
@@ -158,7 +192,7 @@ class LayoutNhwc : public Pass {
     const std::set<const ir::Node*> chosen = choose_nhwc_nodes(g, index);
     if (chosen.empty()) return false;
     import_peregrine_domain(g);
-    std::map<std::string, std::string> nhwc_of;   // NCHW value -> its NHWC twin
+    std::map<std::string, std::string> nhwc_of;  // NCHW value -> its NHWC twin
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes)
       if (chosen.count(n.get())) order.push_back(n.get());
@@ -180,27 +214,32 @@ class LayoutNhwc : public Pass {
         }
         n->inputs[i] = it->second;
       }
-      const std::string out = n->outputs[0];
-      const std::string t = fresh_name(g, out + "_nhwc");
-      g.value(t).type = to_nhwc_type(g.find_value(out)->type);
-      n->outputs[0] = t;
-      nhwc_of[out] = t;
       if (conv) {
         n->op_type = "ConvNhwc";
         n->domain = kPeregrineDomain;
         n->opset = g.opsets[kPeregrineDomain];
+      } else if (kAxisOps.count(n->op_type)) {
+        constexpr int64_t kNhwcAxis[4] = {0, 3, 1, 2};  // NCHW axis -> its NHWC position
+        n->attributes["axis"] = int_attr("axis", kNhwcAxis[rank4_axis(*n)]);
       }
       count_rewrite();
-      // An NHWC value leaving the chain: one transpose back, under the original name.
-      bool leaves = index.is_graph_output(out);
-      for (const auto& u : index.uses(out))
-        if (u.input < 0 || !chosen.count(u.node)) leaves = true;
-      if (leaves) {
-        ir::Node* tr = add_node(g, "Transpose", {t}, {out}, t + "/to_nchw");
-        tr->attributes["perm"] = ints_attr("perm", {0, 3, 1, 2});
-        count_rewrite();
-      } else {
-        g.values.erase(out);
+      for (std::string& out_ref : n->outputs) {
+        const std::string out = out_ref;
+        const std::string t = fresh_name(g, out + "_nhwc");
+        g.value(t).type = to_nhwc_type(g.find_value(out)->type);
+        out_ref = t;
+        nhwc_of[out] = t;
+        // An NHWC value leaving the chain: one transpose back, under the original name.
+        bool leaves = index.is_graph_output(out);
+        for (const auto& u : index.uses(out))
+          if (u.input < 0 || !chosen.count(u.node)) leaves = true;
+        if (leaves) {
+          ir::Node* tr = add_node(g, "Transpose", {t}, {out}, t + "/to_nchw");
+          tr->attributes["perm"] = ints_attr("perm", {0, 3, 1, 2});
+          count_rewrite();
+        } else {
+          g.values.erase(out);
+        }
       }
     }
     return true;

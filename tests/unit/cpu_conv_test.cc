@@ -311,19 +311,23 @@ TEST(CpuFusedGemmAndMatMul, MatchesReference) {
         OneNodeGraph g("FusedGemm", inputs, constant, attrs, "peregrine");
         compare_backends(g, 2e-4f);
       }
-      for (bool constant_b : {false, true}) {
-        std::vector<std::pair<std::string, Tensor>> inputs = {
-            {"A", random_tensor({2, 3, 7, 16}, 1)}, {"Bm", random_tensor({16, 11}, 2)}};
-        std::vector<bool> constant = {false, constant_b};
-        if (z) {
-          inputs.push_back({"Z", random_tensor({2, 3, 7, 11}, 4)});
-          constant.push_back(false);
+      // Z: a residual of the output's shape, or a row vector (MatMul + bias: per-column bias).
+      for (const Shape& z_shape : {Shape{2, 3, 7, 11}, Shape{11}, Shape{1, 1, 11}})
+        for (bool constant_b : {false, true}) {
+          if (!z && z_shape.size() != 4) continue;
+          SCOPED_TRACE("Z=" + shape_to_string(z_shape) + " constant_b=" + std::to_string(constant_b));
+          std::vector<std::pair<std::string, Tensor>> inputs = {
+              {"A", random_tensor({2, 3, 7, 16}, 1)}, {"Bm", random_tensor({16, 11}, 2)}};
+          std::vector<bool> constant = {false, constant_b};
+          if (z) {
+            inputs.push_back({"Z", random_tensor(z_shape, 4)});
+            constant.push_back(z_shape.size() != 4);
+          }
+          std::vector<ir::Attribute> attrs;
+          activation_attrs(act.name, act.params, attrs);
+          OneNodeGraph g("FusedMatMul", inputs, constant, attrs, "peregrine");
+          compare_backends(g, 2e-4f);
         }
-        std::vector<ir::Attribute> attrs;
-        activation_attrs(act.name, act.params, attrs);
-        OneNodeGraph g("FusedMatMul", inputs, constant, attrs, "peregrine");
-        compare_backends(g, 2e-4f);
-      }
     }
 }
 

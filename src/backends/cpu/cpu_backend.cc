@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/vector_ops.h"
 #include "backends/reference/reference_backend.h"
 #include "ops/op_schema.h"
 
@@ -18,8 +20,14 @@ bool is_float32_or_unknown(const ir::ValueType& t) {
 }  // namespace
 
 bool CpuBackend::supports(const ir::Node& node) const {
-  // Layout (-O3, layout_nhwc pass): conv on NHWC activations (kernels/conv_nhwc.cc).
+  // Vector ops (kernels/vector_ops.h): elementwise, Softmax, LayerNormalization, pooling.
+  if (cpu::claims_vector_op(node)) return true;
+  // Layout (-O3, layout_nhwc pass): conv on NHWC activations (kernels/conv_nhwc.cc) and the
+  // NCHW <-> NHWC transposes at a chain's edges (kernels/transpose_nchw_nhwc.cc).
   if (node.domain == kPeregrineDomain && node.op_type == "ConvNhwc") return true;
+  if (cpu::is_nchw_nhwc_transpose(node)) return true;
+  // Fused attention (kernels/attention.h).
+  if (node.domain == kPeregrineDomain && node.op_type == "Attention") return true;
   if (node.domain == kPeregrineDomain)
     return node.op_type == "FusedMatMul" || node.op_type == "FusedGemm" ||
            node.op_type == "FusedConv";
@@ -44,9 +52,15 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
   constants.resize(node.inputs.size(), nullptr);
   for (const Tensor*& c : constants)
     if (c && c->dtype() != DType::kFloat32) c = nullptr;
+  // Vector ops (kernels/vector_ops.h): elementwise, Softmax, LayerNormalization, pooling.
+  if (cpu::claims_vector_op(node)) return cpu::prepare_vector_op(node);
+  // Fused attention (kernels/attention.h).
+  if (node.domain == kPeregrineDomain && node.op_type == "Attention")
+    return cpu::prepare_attention(node);
   PG_ASSIGN_OR_RETURN(cpu::FusedEpilogue fused, cpu::read_fused_epilogue(node));
-  // Layout (-O3): NHWC conv.
+  // Layout (-O3): NHWC conv and the NCHW <-> NHWC transposes.
   if (node.op_type == "ConvNhwc") return cpu::prepare_conv_nhwc(node, constants, fused);
+  if (cpu::is_nchw_nhwc_transpose(node)) return cpu::prepare_transpose_nchw_nhwc(node);
   if (node.op_type == "MatMul" || node.op_type == "FusedMatMul")
     return cpu::prepare_matmul(node, constants, fused);
   if (node.op_type == "Gemm" || node.op_type == "FusedGemm")

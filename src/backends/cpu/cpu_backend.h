@@ -61,6 +61,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
 // peregrine.ConvNhwc (kernels/conv_nhwc.cc): X, Z and Y in NHWC; constant W packed once.
 Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nhwc(
     const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);
+// Transpose with perm (0, 2, 3, 1) or (0, 3, 1, 2) (kernels/transpose_nchw_nhwc.cc).
+bool is_nchw_nhwc_transpose(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_transpose_nchw_nhwc(const ir::Node& node);
 
 // The Z input of a fused node when it has exactly the output's shape (it is then the
 // epilogue's residual); nullptr when absent. `*other` is set when Z is present but broadcast

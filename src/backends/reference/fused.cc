@@ -1,6 +1,7 @@
 // Reference kernels of the peregrine-domain fused ops (schemas in ops/fused.cc).
 // Each runs the unfused ops it stands for through the reference kernels, so a fused
 // graph computes exactly what the original graph did: the oracle for fast kernels.
+#include <cmath>
 #include <numeric>
 
 #include "backends/reference/evaluate.h"
@@ -139,6 +140,19 @@ Status attention_kernel(KernelContext& ctx) {
   PG_ASSIGN_OR_RETURN(scores, binary("Mul", scores, s));
   if (ctx.has_input(3)) {
     PG_ASSIGN_OR_RETURN(scores, binary("Add", scores, ctx.input(3)));
+  }
+  PG_ASSIGN_OR_RETURN(int64_t causal, ctx.attrs().get_int("causal", 0));
+  if (causal && q.dtype() == DType::kFloat32) {
+    // -inf above the diagonal that ends at the last key: query i sees keys j <= i + Skv - Sq.
+    const int64_t sq = scores.dim(scores.rank() - 2), skv = scores.dim(scores.rank() - 1);
+    Tensor mask = Tensor::zeros(DType::kFloat32, {sq, skv});
+    float* pm = mask.data<float>();
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = i + skv - sq + 1; j < skv; ++j)
+        if (j >= 0) pm[i * skv + j] = -INFINITY;
+    PG_ASSIGN_OR_RETURN(scores, binary("Add", scores, mask));
+  } else if (causal) {
+    return ctx.error("causal is only implemented for float32");
   }
   PG_ASSIGN_OR_RETURN(Tensor probs, evaluate_tensor(make_eval_node("Softmax"), {&scores}));
   PG_ASSIGN_OR_RETURN(Tensor out, binary("MatMul", probs, v));

@@ -191,9 +191,8 @@ class AttentionKernel : public PreparedKernel {
       // (B, S, H * D): batch (b, h) starts at b * S * H * D + h * D; rows are H * D apart.
       if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3) return false;
       const int64_t h = heads_, b = q.dim(0);
-      if (q.dim(2) % h != 0 || v.dim(2) % h != 0 || k.dim(2) != q.dim(2) ||
-          k.dim(1) != v.dim(1) || (k.dim(0) != b && k.dim(0) != 1) ||
-          (v.dim(0) != b && v.dim(0) != 1))
+      if (q.dim(2) % h != 0 || v.dim(2) % h != 0 || k.dim(2) != q.dim(2) || k.dim(1) != v.dim(1) ||
+          (k.dim(0) != b && k.dim(0) != 1) || (v.dim(0) != b && v.dim(0) != 1))
         return false;
       p->sq = q.dim(1);
       p->skv = k.dim(1);

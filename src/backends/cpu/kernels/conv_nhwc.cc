@@ -6,7 +6,9 @@
 //     channel vectors copied whole (Cin contiguous floats per tap, zeros in the padding):
 //     Y(rows, Cout) = col(rows, KH * KW * Cin) * Wt(KH * KW * Cin, Cout).
 //   depthwise (group == Cin == Cout): a direct loop per output row whose inner loop runs over
-//     the channels (contiguous in X, W and Y), so it vectorizes at any stride and dilation.
+//     the channels (contiguous in X, W and Y), so it vectorizes at any stride and dilation;
+//     that loop is compiled per ISA (kernels/conv_nhwc_depthwise_impl.h: baseline 4-wide,
+//     avx2 8-wide with FMA) and picked from cpu_features.
 // Weights are packed once as the GEMM's B in (ki, kj, ci) x co order; bias is the epilogue's
 // per-column bias, Z the residual (row stride Cout), then the activation. Anything else
 // (run-time weights, other groups, other dtypes) runs the reference kernel.
@@ -15,13 +17,35 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_nhwc_depthwise_impl.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
 
 namespace peregrine::cpu {
 
+namespace avx2 {
+void f32_dwconv_nhwc_accumulate__avx2(float* out, const float* in, const float* w, int64_t channels,
+                                      int64_t count, int64_t in_stride);
+}  // namespace avx2
+
 namespace {
+
+using DwconvAccumulateFn = void (*)(float* out, const float* in, const float* w, int64_t channels,
+                                    int64_t count, int64_t in_stride);
+
+void f32_dwconv_nhwc_accumulate__scalar(float* out, const float* in, const float* w,
+                                        int64_t channels, int64_t count, int64_t in_stride) {
+  depthwise_nhwc_accumulate(out, in, w, channels, count, in_stride);
+}
+
+// The depthwise inner loop for the selected ISA (AVX-512 machines use the AVX2 one).
+DwconvAccumulateFn dwconv_accumulate_for_selected_isa() {
+  Expected<Isa> isa = selected_isa();
+  if (isa.is_ok() && *isa != Isa::kScalar) return avx2::f32_dwconv_nhwc_accumulate__avx2;
+  return f32_dwconv_nhwc_accumulate__scalar;
+}
 
 // im2col block bound (floats): 4 MiB, as the NCHW kernel.
 constexpr int64_t kIm2colFloats = int64_t{1} << 20;
@@ -76,10 +100,10 @@ void im2col_nhwc(const float* x, const NhwcShape& s, int64_t p0, int64_t rows, f
 }
 
 // Depthwise, one output row (n, oh) per task: out(OW, C) = sum over taps of x(ih, iw, C) *
-// w(ki, kj, C); `w` is (KH * KW, C). The channel loop is plain so the compiler vectorizes it
-// (baseline SSE width here). Bias, residual and activation follow in the epilogue.
+// w(ki, kj, C); `w` is (KH * KW, C). Per tap, `accumulate` runs over the valid output columns
+// with the channels innermost. Bias, residual and activation follow in the epilogue.
 void direct_depthwise_nhwc(const float* x, const float* w, float* y, const NhwcShape& s,
-                           int threads) {
+                           DwconvAccumulateFn accumulate, int threads) {
   const int64_t c = s.in_c;
   auto row_task = [&](int64_t t, int) {
     const int64_t n = t / s.out_h, oh = t % s.out_h;
@@ -97,12 +121,9 @@ void direct_depthwise_nhwc(const float* x, const float* w, float* y, const NhwcS
         int64_t ow_hi = s.in_w - 1 - off < 0 ? 0 : (s.in_w - 1 - off) / s.stride_w + 1;
         ow_lo = std::min(ow_lo, s.out_w);
         ow_hi = std::min(ow_hi, s.out_w);
-        const float* __restrict wv = w + (ki * s.kw + kj) * c;
-        for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
-          const float* __restrict in = in_row + (ow * s.stride_w + off) * c;
-          float* __restrict out = out_row + ow * c;
-          for (int64_t ch = 0; ch < c; ++ch) out[ch] += wv[ch] * in[ch];
-        }
+        if (ow_hi <= ow_lo) continue;
+        accumulate(out_row + ow_lo * c, in_row + (ow_lo * s.stride_w + off) * c,
+                   w + (ki * s.kw + kj) * c, c, ow_hi - ow_lo, s.stride_w * c);
       }
     }
   };
@@ -155,9 +176,9 @@ class ConvNhwcKernel : public PreparedKernel {
     if (bias && bias->numel() != w.dim(0)) return ctx.error("bias has the wrong size");
     PG_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(ctx.node(), {x.dim(1), x.dim(2)},
                                                          {w.dim(2), w.dim(3)}, false));
-    const NhwcShape s{x.dim(0),     x.dim(1),       x.dim(2),       x.dim(3),
-                      g.output[0],  g.output[1],    w.dim(0),       w.dim(2),
-                      w.dim(3),     g.strides[0],   g.strides[1],   g.dilations[0],
+    const NhwcShape s{x.dim(0),       x.dim(1),        x.dim(2),       x.dim(3),
+                      g.output[0],    g.output[1],     w.dim(0),       w.dim(2),
+                      w.dim(3),       g.strides[0],    g.strides[1],   g.dilations[0],
                       g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
     Tensor& y = ctx.output(0);  // (N, OH, OW, Cout)
     if (y.numel() == 0) return Status::ok();
@@ -177,7 +198,8 @@ class ConvNhwcKernel : public PreparedKernel {
     const int64_t pixels = s.batch * s.out_h * s.out_w;
 
     if (!depthwise_w_.empty()) {
-      direct_depthwise_nhwc(px, depthwise_w_.data(), py, s, threads);
+      direct_depthwise_nhwc(px, depthwise_w_.data(), py, s, dwconv_accumulate_for_selected_isa(),
+                            threads);
       if (ep.empty()) return Status::ok();
       auto task = [&](int64_t t, int) {  // one output row (OW, C) per task
         gemm_.epilogue(py + t * s.out_w * s.out_c, static_cast<size_t>(s.out_c),
@@ -192,11 +214,10 @@ class ConvNhwcKernel : public PreparedKernel {
       return run_reference(ctx);
     const GemmOperand b = GemmOperand::of(*packed_w_);
     const bool pointwise = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 &&
-                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 &&
-                           g.pads_end[1] == 0;
+                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
     if (pointwise) {
-      f32_gemm(gemm_, pixels, s.out_c, s.in_c, GemmOperand::of(px, s.in_c, 1), b, py, s.out_c,
-               1.0f, 0.0f, ep, threads);
+      f32_gemm(gemm_, pixels, s.out_c, s.in_c, GemmOperand::of(px, s.in_c, 1), b, py, s.out_c, 1.0f,
+               0.0f, ep, threads);
       return Status::ok();
     }
     const int64_t chunk = std::max<int64_t>(1, std::min(pixels, kIm2colFloats / k_));
@@ -206,8 +227,8 @@ class ConvNhwcKernel : public PreparedKernel {
       im2col_nhwc(px, s, p0, rows, col, threads);
       GemmEpilogue chunk_ep = ep;  // the residual view starts at the block's first row
       if (chunk_ep.residual) chunk_ep.residual += p0 * s.out_c;
-      f32_gemm(gemm_, rows, s.out_c, k_, GemmOperand::of(col, k_, 1), b, py + p0 * s.out_c,
-               s.out_c, 1.0f, 0.0f, chunk_ep, threads);
+      f32_gemm(gemm_, rows, s.out_c, k_, GemmOperand::of(col, k_, 1), b, py + p0 * s.out_c, s.out_c,
+               1.0f, 0.0f, chunk_ep, threads);
     }
     return Status::ok();
   }

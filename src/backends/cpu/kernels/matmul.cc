@@ -17,6 +17,16 @@ GemmEpilogue with_residual(GemmEpilogue ep, const float* residual) {
   return ep;
 }
 
+// The Z input of a fused node when it is a row vector of N values (shape (N) or (..., 1, N)):
+// MatMul + bias, applied as the epilogue's per-column bias. nullptr otherwise.
+const float* column_bias(const KernelContext& ctx, const FusedEpilogue& fused, int64_t n) {
+  if (fused.z_input < 0 || !ctx.has_input(static_cast<size_t>(fused.z_input))) return nullptr;
+  const Tensor& z = ctx.input(static_cast<size_t>(fused.z_input));
+  if (z.dtype() != DType::kFloat32 || z.rank() == 0 || z.numel() != n || z.dim(z.rank() - 1) != n)
+    return nullptr;
+  return z.data<float>();
+}
+
 // MatMul: numpy semantics. A 2-D constant B is packed once; the batch dims of A then fold
 // into M (A is contiguous), giving one GEMM of (batch * M, K) x (K, N).
 class MatMulKernel : public PreparedKernel {
@@ -49,10 +59,15 @@ class MatMulKernel : public PreparedKernel {
     float* po = out.data<float>();
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);
-    if (broadcast_z) return run_reference(ctx);
+    const float* bias = broadcast_z ? column_bias(ctx, fused_, n) : nullptr;
+    if (broadcast_z && bias == nullptr) return run_reference(ctx);
     const float* pz = z ? z->data<float>() : nullptr;
     GemmEpilogue ep = activation_epilogue(fused_);
     ep.ldr = n;
+    if (bias) {  // MatMul + bias (Z a row vector): the epilogue's per-column bias
+      ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+      ep.bias = bias;
+    }
     const int threads = ctx.num_threads();
     if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n) {
       const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M

@@ -3,6 +3,7 @@
 // gets the same exp approximation). Contract: ukernels/f32_vector_ukernels.h.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
@@ -30,8 +31,53 @@ void f32_softmax_row__avx2(const float* x, float* y, size_t n) {
     _mm256_maskstore_ps(y + i, mask, e);
   }
   const __m256 scale = _mm256_set1_ps(1.0f / horizontal_sum(vsum));
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), scale));
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), scale));
   for (; i < n; ++i) y[i] *= _mm256_cvtss_f32(scale);
+}
+
+namespace {
+
+// Softmax down 8 columns (the lanes set in `mask` when kMasked) of a (len, 8) block with row
+// stride `stride`, three passes: max, exp and sum, scale. Each row access is 8 contiguous floats.
+template <bool kMasked>
+inline void softmax_column_block(const float* x, float* y, size_t len, size_t stride,
+                                 __m256i mask) {
+  auto load = [&](const float* p) {
+    return kMasked ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
+  };
+  auto store = [&](float* p, __m256 v) {
+    if (kMasked) {
+      _mm256_maskstore_ps(p, mask, v);
+    } else {
+      _mm256_storeu_ps(p, v);
+    }
+  };
+  __m256 vmax = _mm256_set1_ps(-__builtin_inff());
+  for (size_t k = 0; k < len; ++k) vmax = _mm256_max_ps(vmax, load(x + k * stride));
+  __m256 vsum = _mm256_setzero_ps();
+  for (size_t k = 0; k < len; ++k) {
+    const __m256 e = exp_ps(_mm256_sub_ps(load(x + k * stride), vmax));
+    vsum = _mm256_add_ps(vsum, e);
+    store(y + k * stride, e);
+  }
+  const __m256 scale = _mm256_div_ps(_mm256_set1_ps(1.0f), vsum);
+  for (size_t k = 0; k < len; ++k)
+    store(y + k * stride, _mm256_mul_ps(load(y + k * stride), scale));
+}
+
+}  // namespace
+
+// Columns 8 at a time, the last partial block through masked loads / stores.
+void f32_softmax_columns__avx2(const float* x, float* y, size_t len, size_t stride, size_t width) {
+  alignas(32) static const int kMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  size_t j = 0;
+  for (; j + 8 <= width; j += 8)
+    softmax_column_block<false>(x + j, y + j, len, stride, _mm256_setzero_si256());
+  if (j < width)
+    softmax_column_block<true>(
+        x + j, y + j, len, stride,
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - (width - j))));
 }
 
 // Three passes: mean; centred sum of squares; normalize, scale and shift.

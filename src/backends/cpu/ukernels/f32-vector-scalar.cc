@@ -52,8 +52,8 @@ void f32_vunary__scalar(UnaryOp op, const float* x, float* y, size_t n) {
   }
 }
 
-void f32_vbinary__scalar(BinaryOp op, const float* a, size_t a_step, const float* b,
-                         size_t b_step, float* y, size_t n) {
+void f32_vbinary__scalar(BinaryOp op, const float* a, size_t a_step, const float* b, size_t b_step,
+                         float* y, size_t n) {
   switch (op) {
     case BinaryOp::kAdd:
       return map_binary(a, a_step, b, b_step, y, n, [](float p, float q) { return p + q; });
@@ -93,6 +93,21 @@ void f32_softmax_row__scalar(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] *= scale;
 }
 
+void f32_softmax_columns__scalar(const float* x, float* y, size_t len, size_t stride,
+                                 size_t width) {
+  for (size_t j = 0; j < width; ++j) {
+    float m = -INFINITY;
+    for (size_t k = 0; k < len; ++k) m = std::max(m, x[k * stride + j]);
+    float sum = 0.0f;
+    for (size_t k = 0; k < len; ++k) {
+      y[k * stride + j] = std::exp(x[k * stride + j] - m);
+      sum += y[k * stride + j];
+    }
+    const float scale = 1.0f / sum;
+    for (size_t k = 0; k < len; ++k) y[k * stride + j] *= scale;
+  }
+}
+
 void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float* beta, float eps,
                                 float* y, size_t n) {
   const float mean = f32_reduce_sum__scalar(x, n) / static_cast<float>(n);
@@ -120,6 +135,7 @@ const VectorUkernels kScalar = {
     scalar::f32_vunary__scalar,
     scalar::f32_vbinary__scalar,
     scalar::f32_softmax_row__scalar,
+    scalar::f32_softmax_columns__scalar,
     scalar::f32_layer_norm_row__scalar,
     scalar::f32_max_row__scalar,
     scalar::f32_add_row__scalar,
@@ -132,6 +148,7 @@ const VectorUkernels kAvx2 = {
     avx2::f32_vunary__avx2,
     avx2::f32_vbinary__avx2,
     avx2::f32_softmax_row__avx2,
+    avx2::f32_softmax_columns__avx2,
     avx2::f32_layer_norm_row__avx2,
     avx2::f32_max_row__avx2,
     avx2::f32_add_row__avx2,

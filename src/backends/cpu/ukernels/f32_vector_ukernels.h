@@ -36,10 +36,15 @@ using F32BinaryFn = void (*)(BinaryOp op, const float* a, size_t a_step, const f
                              size_t b_step, float* y, size_t n);
 // Softmax of one contiguous row: y = exp(x - max x) / sum. n >= 1.
 using F32SoftmaxRowFn = void (*)(const float* x, float* y, size_t n);
+// Softmax down the columns of a (len, width) block with row stride `stride` (>= width): for
+// each column j < width, the len values x[k * stride + j]. len >= 1; y may equal x (same
+// layout). Vectorized across columns.
+using F32SoftmaxColumnsFn = void (*)(const float* x, float* y, size_t len, size_t stride,
+                                     size_t width);
 // LayerNorm of one contiguous row: y = (x - mean) / sqrt(var + eps) * gamma (+ beta when
 // non-null); two passes for the moments (mean, then the centred sum of squares). n >= 1.
-using F32LayerNormRowFn = void (*)(const float* x, const float* gamma, const float* beta,
-                                   float eps, float* y, size_t n);
+using F32LayerNormRowFn = void (*)(const float* x, const float* gamma, const float* beta, float eps,
+                                   float* y, size_t n);
 // Pooling rows: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride], j in [0, n).
 // Reads x[0 .. (n - 1) * stride] only.
 using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t n);
@@ -51,6 +56,7 @@ struct VectorUkernels {
   F32UnaryFn unary;
   F32BinaryFn binary;
   F32SoftmaxRowFn softmax_row;
+  F32SoftmaxColumnsFn softmax_columns;
   F32LayerNormRowFn layer_norm_row;
   F32PoolRowFn max_row;
   F32PoolRowFn add_row;
@@ -66,9 +72,10 @@ const VectorUkernels& vector_ukernels();
 
 namespace scalar {
 void f32_vunary__scalar(UnaryOp op, const float* x, float* y, size_t n);
-void f32_vbinary__scalar(BinaryOp op, const float* a, size_t a_step, const float* b,
-                         size_t b_step, float* y, size_t n);
+void f32_vbinary__scalar(BinaryOp op, const float* a, size_t a_step, const float* b, size_t b_step,
+                         float* y, size_t n);
 void f32_softmax_row__scalar(const float* x, float* y, size_t n);
+void f32_softmax_columns__scalar(const float* x, float* y, size_t len, size_t stride, size_t width);
 void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float* beta, float eps,
                                 float* y, size_t n);
 void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n);
@@ -79,9 +86,10 @@ float f32_reduce_sum__scalar(const float* x, size_t n);
 
 namespace avx2 {
 void f32_vunary__avx2(UnaryOp op, const float* x, float* y, size_t n);
-void f32_vbinary__avx2(BinaryOp op, const float* a, size_t a_step, const float* b,
-                       size_t b_step, float* y, size_t n);
+void f32_vbinary__avx2(BinaryOp op, const float* a, size_t a_step, const float* b, size_t b_step,
+                       float* y, size_t n);
 void f32_softmax_row__avx2(const float* x, float* y, size_t n);
+void f32_softmax_columns__avx2(const float* x, float* y, size_t len, size_t stride, size_t width);
 void f32_layer_norm_row__avx2(const float* x, const float* gamma, const float* beta, float eps,
                               float* y, size_t n);
 void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n);

@@ -24,7 +24,7 @@ namespace peregrine::cpu::avx2 {
 // FLT_MAX and in the denormal range come out right instead of as inf / 0.
 inline __m256 exp_ps(__m256 x) {
   const __m256 kMax = _mm256_set1_ps(88.72283935546875f);  // ~ln(FLT_MAX)
-  const __m256 kMin = _mm256_set1_ps(-103.97208f);         // below: result rounds to 0
+  const __m256 kMin = _mm256_set1_ps(-105.0f);  // e^-105 rounds to 0; 2^(n/2) stays normal
   const __m256 xc = _mm256_max_ps(kMin, _mm256_min_ps(kMax, x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -78,8 +78,7 @@ inline __m256 tanh_ps(__m256 x) {
 // every lane; callers blend in the small-|u| series.
 inline __m256 erfc_tail_ps(__m256 au) {
   const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 t =
-      _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), au, one));
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), au, one));
   __m256 poly = _mm256_set1_ps(1.061405429f);
   poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
   poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
@@ -123,8 +122,8 @@ inline __m256 gelu_erf_ps(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 tail = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), q), q,
                                        _mm256_cmp_ps(u, _mm256_setzero_ps(), _CMP_LT_OQ));
-  const __m256 one_plus_erf = _mm256_blendv_ps(
-      tail, _mm256_add_ps(one, erf_series_ps(u)), _mm256_cmp_ps(au, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
+  const __m256 one_plus_erf = _mm256_blendv_ps(tail, _mm256_add_ps(one, erf_series_ps(u)),
+                                               _mm256_cmp_ps(au, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
   return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), one_plus_erf);
 }
 

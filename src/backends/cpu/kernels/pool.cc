@@ -1,0 +1,201 @@
+// CPU kernels of the float32 NCHW pools:
+//   MaxPool / AveragePool, 2-D, any kernel / stride / pads / dilations / auto_pad / ceil_mode:
+//     separable, per (n, c) plane: max and sum over a KH x KW window are a reduction along the
+//     row (KW taps) followed by one down the column (KH taps), so a plane costs
+//     H * KW + OH * KH pooling-row micro-kernel calls instead of OH * KH * KW. Pass 1 reduces
+//     each input row at the output column positions into an (H, OW) scratch (strided reads);
+//     pass 2 reduces KH scratch rows into each output row (contiguous). The output columns a
+//     tap column covers, [ow_lo, ow_hi), are precomputed per tap column.
+//     AveragePool divides by the kernel size (count_include_pad = 1, padding counting as
+//     zeros, as the reference does) or by the number of in-bounds taps (rows x columns).
+//     A window with no in-bounds tap (pads >= the kernel extent), MaxPool's Indices output,
+//     other ranks and dtypes go to the reference.
+//   GlobalAveragePool / GlobalMaxPool, any rank >= 3: one reduction per plane.
+// Planes are spread over the thread pool.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/vector_ops.h"
+#include "backends/cpu/thread_pool.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "ops/conv_geometry.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+bool in_onnx_domain(const ir::Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
+}
+
+// A per-thread, grow-only float buffer (no allocation once sizes have been seen).
+float* thread_scratch(size_t count) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+class WindowPoolKernel : public PreparedKernel {
+ public:
+  WindowPoolKernel(bool max, const VectorUkernels& uk) : max_(max), uk_(uk) {}
+  std::string name() const override {
+    return std::string(max_ ? "cpu/maxpool-" : "cpu/avgpool-") + isa_name(uk_.isa);
+  }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::kFloat32 || x.rank() != 4 || (max_ && ctx.wants_output(1)))
+      return run_reference(ctx);
+    PG_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ctx.attrs().get_ints("kernel_shape"));
+    PG_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().get_int("ceil_mode", 0));
+    PG_ASSIGN_OR_RETURN(int64_t count_include_pad, ctx.attrs().get_int("count_include_pad", 0));
+    if (kernel.size() != 2) return run_reference(ctx);
+    PG_ASSIGN_OR_RETURN(WindowGeometry g,
+                        resolve_window(ctx.node(), {x.dim(2), x.dim(3)}, kernel, ceil_mode != 0));
+    const int64_t in_h = x.dim(2), in_w = x.dim(3), out_h = g.output[0], out_w = g.output[1];
+    const int64_t kh = g.kernel[0], kw = g.kernel[1];
+    const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
+    const int64_t pad_t = g.pads_begin[0], pad_l = g.pads_begin[1];
+    Tensor& y = ctx.output(0);
+    if (y.numel() == 0) return Status::ok();
+    // Per tap column kj: output columns [lo, hi) whose tap lands in 0 <= ow*sw - pl + kj*dw < W.
+    col_lo_.resize(static_cast<size_t>(kw));
+    col_hi_.resize(static_cast<size_t>(kw));
+    col_count_.assign(static_cast<size_t>(out_w), 0.0f);
+    for (int64_t kj = 0; kj < kw; ++kj) {
+      const int64_t off = kj * dw - pad_l;
+      const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+      const int64_t hi = in_w - 1 - off < 0 ? 0 : (in_w - 1 - off) / sw + 1;
+      col_lo_[kj] = std::min(lo, out_w);
+      col_hi_[kj] = std::max(col_lo_[kj], std::min(hi, out_w));
+      for (int64_t ow = col_lo_[kj]; ow < col_hi_[kj]; ++ow) col_count_[ow] += 1.0f;
+    }
+    for (int64_t ow = 0; ow < out_w; ++ow)
+      if (col_count_[ow] == 0.0f) return run_reference(ctx);  // empty windows
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      int64_t rows_in = 0;
+      for (int64_t ki = 0; ki < kh; ++ki) {
+        const int64_t ih = oh * sh - pad_t + ki * dh;
+        rows_in += ih >= 0 && ih < in_h;
+      }
+      if (rows_in == 0) return run_reference(ctx);
+    }
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    const float kernel_size = static_cast<float>(kh * kw);
+    const float init = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+    const F32PoolRowFn combine = max_ ? uk_.max_row : uk_.add_row;
+    auto plane_task = [&](int64_t p, int) {
+      const float* in = px + p * in_h * in_w;  // (H, W)
+      float* out = py + p * out_h * out_w;     // (OH, OW)
+      // Pass 1, along rows: h(ih, ow) = combine over kj of in(ih, ow * sw - pl + kj * dw).
+      float* h = thread_scratch(static_cast<size_t>(in_h * out_w));  // (H, OW)
+      for (int64_t ih = 0; ih < in_h; ++ih) {
+        float* h_row = h + ih * out_w;
+        std::fill(h_row, h_row + out_w, init);
+        for (int64_t kj = 0; kj < kw; ++kj) {
+          const int64_t lo = col_lo_[kj], count = col_hi_[kj] - lo;
+          if (count > 0)
+            combine(in + ih * in_w + lo * sw + kj * dw - pad_l, static_cast<size_t>(sw), h_row + lo,
+                    static_cast<size_t>(count));
+        }
+      }
+      // Pass 2, down columns: out(oh, ow) = combine over in-bounds ki of h(oh *
+      // sh - pt + ki * dh).
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        float* out_row = out + oh * out_w;
+        std::fill(out_row, out_row + out_w, init);
+        int64_t rows_in = 0;
+        for (int64_t ki = 0; ki < kh; ++ki) {
+          const int64_t ih = oh * sh - pad_t + ki * dh;
+          if (ih < 0 || ih >= in_h) continue;
+          ++rows_in;
+          combine(h + ih * out_w, 1, out_row, static_cast<size_t>(out_w));
+        }
+        if (max_) continue;
+        if (count_include_pad) {
+          const float scale = 1.0f / kernel_size;
+          for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] *= scale;
+        } else {
+          const float rows_f = static_cast<float>(rows_in);
+          for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] /= rows_f * col_count_[ow];
+        }
+      }
+    };
+    cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_task);
+    return Status::ok();
+  }
+
+ private:
+  bool max_;
+  const VectorUkernels& uk_;
+  // Per-run geometry, kept so steady-state runs do not allocate.
+  std::vector<int64_t> col_lo_, col_hi_;
+  std::vector<float> col_count_;
+};
+
+class GlobalPoolKernel : public PreparedKernel {
+ public:
+  GlobalPoolKernel(bool max, const VectorUkernels& uk) : max_(max), uk_(uk) {}
+  std::string name() const override {
+    return std::string(max_ ? "cpu/globalmaxpool-" : "cpu/globalavgpool-") + isa_name(uk_.isa);
+  }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::kFloat32 || x.rank() < 3) return run_reference(ctx);
+    Tensor& y = ctx.output(0);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    if (planes == 0) return Status::ok();
+    const int64_t size = x.numel() / planes;
+    if (size == 0) return run_reference(ctx);
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    const float inv = 1.0f / static_cast<float>(size);
+    const int64_t per_task = std::max<int64_t>(1, kElementsPerTask / size);
+    const int64_t tasks = (planes + per_task - 1) / per_task;
+    auto task = [&](int64_t t, int) {
+      const int64_t p1 = std::min(planes, (t + 1) * per_task);
+      for (int64_t p = t * per_task; p < p1; ++p) {
+        const float* src = px + p * size;
+        py[p] = max_ ? uk_.reduce_max(src, static_cast<size_t>(size))
+                     : uk_.reduce_sum(src, static_cast<size_t>(size)) * inv;
+      }
+    };
+    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    return Status::ok();
+  }
+
+ private:
+  bool max_;
+  const VectorUkernels& uk_;
+};
+
+}  // namespace
+
+bool claims_pool(const ir::Node& node) {
+  if (!in_onnx_domain(node)) return false;
+  const std::string& t = node.op_type;
+  if (t == "GlobalAveragePool" || t == "GlobalMaxPool") return true;
+  if (t != "MaxPool" && t != "AveragePool") return false;
+  // Static checks: 2-D kernel; MaxPool without the Indices output
+  // (storage_order then does not matter).
+  ir::AttrView attrs(node);
+  auto kernel = attrs.get_ints("kernel_shape");
+  if (!kernel.is_ok() || kernel.value().size() != 2) return false;
+  if (t == "MaxPool" && node.outputs.size() > 1 && !node.outputs[1].empty()) return false;
+  return true;
+}
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_pool(const ir::Node& node) {
+  const VectorUkernels& uk = vector_ukernels();
+  const std::string& t = node.op_type;
+  if (t == "GlobalAveragePool" || t == "GlobalMaxPool")
+    return std::unique_ptr<PreparedKernel>(new GlobalPoolKernel(t == "GlobalMaxPool", uk));
+  return std::unique_ptr<PreparedKernel>(new WindowPoolKernel(t == "MaxPool", uk));
+}
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,322 @@
+// Fused attention on the CPU (kernels/attention.h):
+//   - the driver at every ISA level this machine has against a naive
+//     softmax(Q K^T * scale + mask) V in double, over odd sequence lengths and head sizes, every
+//     broadcast form of the mask, causal, 1 / 3 / 12 heads and 1 / 2 / 3 threads, with the
+//     output ending at a guard page;
+//   - peregrine.Attention through the CPU backend against the reference backend, in the head
+//     form (B, S, H*D), the per-head form (..., S, D) with K or K^T and broadcast batch dims.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/attention.h"
+#include "backends/reference/reference_backend.h"
+#include "cpu_test_util.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+#include "runtime/type_inference.h"
+
+namespace peregrine {
+namespace {
+
+using cpu::testing::GuardedBuffer;
+using cpu::testing::random_floats;
+
+std::vector<const cpu::AttentionKernelInfo*> available_kernels() {
+  std::vector<const cpu::AttentionKernelInfo*> out;
+  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2})
+    if (const auto* k = cpu::f32_attention_kernel_for(isa)) out.push_back(k);
+  return out;
+}
+
+// Head-form problem: Q (B, Sq, H*D), K (B, Skv, H*D), V (B, Skv, H*Dv), out (B, Sq, H*Dv);
+// mask of shape `mask_shape` broadcast to the scores (B, H, Sq, Skv) (empty shape: no mask).
+struct Case {
+  int64_t b, h, sq, skv, d, dv;
+  Shape mask_shape;  // rank 4 (1 where broadcast), or {} for none
+  bool causal = false;
+};
+
+std::string describe(const Case& c) {
+  return "B=" + std::to_string(c.b) + " H=" + std::to_string(c.h) + " Sq=" + std::to_string(c.sq) +
+         " Skv=" + std::to_string(c.skv) + " D=" + std::to_string(c.d) +
+         " Dv=" + std::to_string(c.dv) + " mask=" + shape_to_string(c.mask_shape) +
+         " causal=" + std::to_string(c.causal);
+}
+
+void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int threads) {
+  SCOPED_TRACE(std::string(kernel.name) + " " + describe(c) +
+               " threads=" + std::to_string(threads));
+  const int64_t hd = c.h * c.d, hdv = c.h * c.dv;
+  std::vector<float> q = random_floats(size_t(c.b * c.sq * hd), 1, -2, 2);
+  std::vector<float> k = random_floats(size_t(c.b * c.skv * hd), 2, -2, 2);
+  std::vector<float> v = random_floats(size_t(c.b * c.skv * hdv), 3);
+  std::vector<float> mask;
+  int64_t mstride[4] = {0, 0, 0, 0};
+  if (!c.mask_shape.empty()) {
+    int64_t n = 1;
+    for (int i = 3; i >= 0; --i) {
+      mstride[i] = c.mask_shape[size_t(i)] == 1 ? 0 : n;
+      n *= c.mask_shape[size_t(i)];
+    }
+    mask = random_floats(size_t(n), 4, -3, 0);
+    // BERT's padding value on some keys (a value shared by a whole row only shifts it, and in
+    // float costs the scores their low bits, so only where the mask varies along the keys).
+    if (c.mask_shape[3] != 1)
+      for (size_t i = 0; i < mask.size(); i += 5) mask[i] = -10000.0f;
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(c.d, 1)));
+  GuardedBuffer out(size_t(c.b * c.sq * hdv));
+
+  cpu::AttentionProblem p;
+  p.batch_rank = 2;
+  p.batch_dims[0] = c.b;
+  p.batch_dims[1] = c.h;
+  p.sq = c.sq;
+  p.skv = c.skv;
+  p.d = c.d;
+  p.dv = c.dv;
+  p.scale = scale;
+  p.causal = c.causal;
+  auto operand = [&](const float* data, int64_t rows, int64_t width) {
+    cpu::AttentionOperand o;
+    o.data = data;
+    o.batch_strides[0] = rows * c.h * width;
+    o.batch_strides[1] = width;
+    o.rs = c.h * width;
+    o.cs = 1;
+    return o;
+  };
+  p.q = operand(q.data(), c.sq, c.d);
+  p.k = operand(k.data(), c.skv, c.d);
+  p.v = operand(v.data(), c.skv, c.dv);
+  p.out = operand(out.data(), c.sq, c.dv);
+  if (!mask.empty()) {
+    p.mask.data = mask.data();
+    p.mask.batch_strides[0] = mstride[0];
+    p.mask.batch_strides[1] = mstride[1];
+    p.mask.rs = mstride[2];
+    p.mask.cs = mstride[3];
+  }
+  cpu::f32_attention(kernel, p, threads);
+
+  std::vector<double> s(size_t(c.skv));
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.h; ++h)
+      for (int64_t i = 0; i < c.sq; ++i) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < c.skv; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < c.d; ++e)
+            dot += double(q[size_t((b * c.sq + i) * hd + h * c.d + e)]) *
+                   k[size_t((b * c.skv + j) * hd + h * c.d + e)];
+          double x = dot * scale;
+          const int64_t idx[4] = {b, h, i, j};
+          if (!mask.empty()) {
+            int64_t off = 0;
+            for (int a = 0; a < 4; ++a) off += idx[a] * mstride[a];
+            x += mask[size_t(off)];
+          }
+          if (c.causal && j > i + c.skv - c.sq) x = -INFINITY;
+          s[size_t(j)] = x;
+          mx = std::max(mx, x);
+        }
+        double sum = 0;
+        for (auto& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t col = 0; col < c.dv; ++col) {
+          double want = 0;
+          for (int64_t j = 0; j < c.skv; ++j)
+            want += s[size_t(j)] * v[size_t((b * c.skv + j) * hdv + h * c.dv + col)];
+          want /= sum;
+          const float got = out.data()[(b * c.sq + i) * hdv + h * c.dv + col];
+          ASSERT_NEAR(got, want, 2e-5 + 2e-5 * std::abs(want))
+              << "b=" << b << " h=" << h << " i=" << i << " col=" << col;
+        }
+      }
+}
+
+TEST(CpuAttention, DriverMatchesNaiveAtEveryIsa) {
+  const std::vector<Case> cases = {
+      // Odd sequence lengths and head sizes, no mask.
+      {1, 1, 1, 1, 1, 1, {}},
+      {1, 3, 7, 7, 7, 7, {}},
+      {2, 1, 13, 13, 64, 64, {}},
+      {1, 12, 127, 127, 64, 64, {}},
+      {1, 3, 13, 127, 8, 24, {}},
+      {1, 1, 130, 70, 16, 17, {}},  // several query blocks and key blocks, dv % 8 != 0
+      {1, 2, 7, 200, 9, 5, {}},
+      // Mask in each broadcast form.
+      {2, 3, 13, 13, 64, 64, {2, 1, 1, 13}},  // padding mask (B, 1, 1, Skv)
+      {1, 3, 13, 13, 7, 7, {1, 1, 13, 13}},   // (1, 1, Sq, Skv)
+      {2, 3, 7, 13, 8, 8, {2, 3, 7, 13}},     // full
+      {2, 3, 7, 13, 8, 8, {1, 3, 1, 1}},      // per head
+      {1, 2, 13, 7, 16, 16, {1, 1, 13, 1}},   // per query row (broadcast over keys)
+      {1, 12, 127, 127, 64, 64, {1, 1, 1, 127}},
+      // Causal, with and without a mask, Skv >= Sq.
+      {1, 3, 13, 13, 64, 64, {}, true},
+      {1, 1, 127, 127, 7, 7, {}, true},
+      {2, 3, 7, 130, 16, 16, {2, 1, 1, 130}, true},
+      {1, 1, 1, 13, 1, 1, {}, true},
+      {1, 2, 70, 70, 8, 8, {1, 1, 70, 70}, true},
+  };
+  for (const auto* kernel : available_kernels())
+    for (const Case& c : cases)
+      for (int threads : {1, 2, 3}) check_driver(*kernel, c, threads);
+}
+
+TEST(CpuAttention, EmptyShapesDoNothing) {
+  for (const auto* kernel : available_kernels()) {
+    cpu::AttentionProblem p;
+    p.batch_rank = 2;
+    p.batch_dims[0] = 0;  // no batch
+    p.batch_dims[1] = 3;
+    p.sq = p.skv = p.d = p.dv = 4;
+    cpu::f32_attention(*kernel, p, 2);  // touches nothing (all pointers null)
+  }
+}
+
+// ---- Through the backends -------------------------------------------------------------------
+
+Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1, float hi = 1) {
+  Tensor t = Tensor::zeros(DType::kFloat32, shape);
+  std::vector<float> v = random_floats(size_t(t.numel()), seed, lo, hi);
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+ir::Attribute int_attr(const std::string& name, int64_t v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::Attribute::Type::kInt;
+  a.i = v;
+  return a;
+}
+
+ir::Attribute float_attr(const std::string& name, float v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ir::Attribute::Type::kFloat;
+  a.f = v;
+  return a;
+}
+
+// One peregrine.Attention node; inputs are graph inputs except a constant mask.
+struct AttentionGraph {
+  ir::Graph graph;
+  std::map<std::string, RuntimeValue> feeds;
+
+  AttentionGraph(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                 std::vector<ir::Attribute> attrs) {
+    graph.opsets[""] = 17;
+    graph.opsets["peregrine"] = 1;
+    auto node = std::make_unique<ir::Node>();
+    node->op_type = "Attention";
+    node->domain = "peregrine";
+    node->opset = 1;
+    node->name = "attn";
+    for (const auto& [name, t] : inputs) {
+      node->inputs.push_back(name);
+      ir::Value& v = graph.value(name);
+      v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
+      graph.inputs.push_back(name);
+      feeds[name] = RuntimeValue::of(t);
+    }
+    for (auto& a : attrs) node->attributes[a.name] = a;
+    node->outputs = {"Y"};
+    graph.value("Y");
+    graph.outputs = {"Y"};
+    graph.nodes.push_back(std::move(node));
+  }
+
+  Tensor run(const Backend& backend, int threads, std::string* kernel_name) {
+    auto inferred = infer_graph_types(graph);
+    EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
+    auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
+    EXPECT_TRUE(ex.is_ok()) << ex.status().message();
+    std::vector<NodeTiming> timings;
+    auto out = ex.value()->run(feeds, nullptr, &timings);
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (kernel_name && !timings.empty()) *kernel_name = timings[0].kernel;
+    return out.value()[0].tensor;
+  }
+};
+
+void compare_backends(AttentionGraph& g, bool expect_cpu_kernel = true) {
+  Tensor want = g.run(reference_backend(), 1, nullptr);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    std::string kernel;
+    Tensor got = g.run(cpu_backend(), threads, &kernel);
+    if (expect_cpu_kernel) EXPECT_EQ(kernel.rfind("cpu/f32_attention", 0), 0u) << kernel;
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const float w = want.data<float>()[i];
+      ASSERT_NEAR(got.data<float>()[i], w, 1e-5f + 1e-5f * std::abs(w)) << "at " << i;
+    }
+  }
+}
+
+TEST(CpuAttention, HeadFormMatchesReference) {
+  struct HeadCase {
+    int64_t b, s, heads, d;
+    Shape mask;
+    bool causal;
+  };
+  for (const HeadCase& c :
+       {HeadCase{1, 1, 1, 1, {}, false}, HeadCase{1, 7, 3, 7, {1, 1, 1, 7}, false},
+        HeadCase{2, 13, 12, 8, {2, 1, 1, 13}, false},
+        HeadCase{1, 127, 12, 64, {1, 1, 1, 127}, false}, HeadCase{1, 13, 3, 64, {13, 13}, true},
+        HeadCase{1, 30, 1, 64, {}, true}}) {
+    SCOPED_TRACE("B=" + std::to_string(c.b) + " S=" + std::to_string(c.s) +
+                 " H=" + std::to_string(c.heads) + " D=" + std::to_string(c.d) +
+                 " mask=" + shape_to_string(c.mask) + " causal=" + std::to_string(c.causal));
+    const Shape x{c.b, c.s, c.heads * c.d};
+    std::vector<std::pair<std::string, Tensor>> inputs = {{"Q", random_tensor(x, 1, -2, 2)},
+                                                          {"K", random_tensor(x, 2, -2, 2)},
+                                                          {"V", random_tensor(x, 3)}};
+    if (!c.mask.empty()) inputs.push_back({"M", random_tensor(c.mask, 4, -3, 0)});
+    AttentionGraph g(inputs, {int_attr("num_heads", c.heads), float_attr("scale", 0.125f),
+                              int_attr("causal", c.causal)});
+    compare_backends(g);
+  }
+}
+
+TEST(CpuAttention, PerHeadFormMatchesReference) {
+  struct PlainCase {
+    Shape q, k, v, mask;
+    bool k_transposed;
+  };
+  for (const PlainCase& c : {
+           PlainCase{{1, 3, 7, 8}, {1, 3, 8, 7}, {1, 3, 7, 5}, {1, 1, 1, 7}, true},
+           PlainCase{{2, 3, 13, 7}, {2, 3, 13, 7}, {2, 3, 13, 9}, {}, false},
+           PlainCase{{2, 3, 13, 7}, {3, 7, 70}, {1, 70, 9}, {13, 70}, true},  // broadcast K / V
+           PlainCase{{5, 1}, {1, 5}, {5, 3}, {5, 5}, true},                   // no batch dims
+           PlainCase{{1, 12, 127, 64}, {1, 12, 64, 127}, {1, 12, 127, 64}, {1, 1, 1, 127}, true},
+       }) {
+    SCOPED_TRACE("Q=" + shape_to_string(c.q) + " K=" + shape_to_string(c.k) +
+                 " V=" + shape_to_string(c.v) + " mask=" + shape_to_string(c.mask));
+    std::vector<std::pair<std::string, Tensor>> inputs = {{"Q", random_tensor(c.q, 1, -2, 2)},
+                                                          {"K", random_tensor(c.k, 2, -2, 2)},
+                                                          {"V", random_tensor(c.v, 3)}};
+    if (!c.mask.empty()) inputs.push_back({"M", random_tensor(c.mask, 4, -3, 0)});
+    AttentionGraph g(inputs, {float_attr("scale", 0.3f), int_attr("k_transposed", c.k_transposed)});
+    compare_backends(g);
+  }
+}
+
+TEST(CpuAttention, EmptyTensorsMatchReference) {
+  AttentionGraph g({{"Q", random_tensor({1, 0, 8}, 1)},
+                    {"K", random_tensor({1, 5, 8}, 2)},
+                    {"V", random_tensor({1, 5, 8}, 3)}},
+                   {int_attr("num_heads", 2), float_attr("scale", 0.5f)});
+  compare_backends(g, /*expect_cpu_kernel=*/false);
+}
+
+}  // namespace
+}  // namespace peregrine
