@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
+#include "cpu_one_node_graph.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
@@ -18,89 +19,13 @@
 namespace peregrine {
 namespace {
 
+using cpu::testing::expect_close;
+using cpu::testing::float_attr;
+using cpu::testing::int_attr;
+using cpu::testing::ints_attr;
+using cpu::testing::OneNodeGraph;
 using cpu::testing::random_floats;
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::zeros(DType::kFloat32, shape);
-  std::vector<float> v = random_floats(static_cast<size_t>(t.numel()), seed);
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
-}
-
-ir::Attribute ints_attr(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-ir::Attribute float_attr(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kFloat;
-  a.f = v;
-  return a;
-}
-
-// A one-node graph. Inputs listed in `constant` become initializers; the rest graph inputs.
-struct OneNodeGraph {
-  ir::Graph graph;
-  std::map<std::string, RuntimeValue> feeds;
-
-  OneNodeGraph(const std::string& op, const std::vector<std::pair<std::string, Tensor>>& inputs,
-               const std::vector<bool>& constant, std::vector<ir::Attribute> attrs,
-               const std::string& domain = "") {
-    graph.opsets[""] = 17;
-    graph.opsets["peregrine"] = 1;
-    auto node = std::make_unique<ir::Node>();
-    node->op_type = op;
-    node->domain = domain;
-    node->opset = domain.empty() ? 17 : 1;
-    node->name = "n";
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto& [name, t] = inputs[i];
-      node->inputs.push_back(name);
-      ir::Value& v = graph.value(name);
-      v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
-      if (constant[i]) {
-        v.initializer = t;
-      } else {
-        graph.inputs.push_back(name);
-        feeds[name] = RuntimeValue::of(t);
-      }
-    }
-    for (auto& a : attrs) node->attributes[a.name] = a;
-    node->outputs = {"Y"};
-    graph.value("Y");
-    graph.outputs = {"Y"};
-    graph.nodes.push_back(std::move(node));
-  }
-
-  Tensor run(const Backend& backend, int threads, std::string* kernel_name) {
-    auto inferred = infer_graph_types(graph);
-    EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
-    auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
-    EXPECT_TRUE(ex.is_ok()) << ex.status().message();
-    std::vector<NodeTiming> timings;
-    auto out = ex.value()->run(feeds, nullptr, &timings);
-    EXPECT_TRUE(out.is_ok()) << out.status().message();
-    if (kernel_name && !timings.empty()) *kernel_name = timings[0].kernel;
-    return out.value()[0].tensor;
-  }
-};
-
-void expect_close(const Tensor& got, const Tensor& want, float tol) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (int64_t i = 0; i < got.numel(); ++i)
-    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], tol) << "at " << i;
-}
+using cpu::testing::random_tensor;
 
 // Runs `g` on the CPU backend at 1..3 threads and on the reference backend; compares.
 void compare_backends(OneNodeGraph& g, float tol = 1e-4f) {
