@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "cli_common.h"
 #include "profiler/machine.h"
@@ -91,8 +92,21 @@ int cmd_machine(int argc, char** argv) {
     return print_error(invalid_input("peregrine machine: takes no positional arguments"));
   std::string cache_dir = args.get("cache-dir");
   bool force = args.is_set("force");
-  if (force || !load_cached_ceilings(cache_dir).is_ok())
+  if (force || !load_cached_ceilings(cache_dir).is_ok()) {
     std::fprintf(stderr, "measuring this machine's ceilings (a few seconds)...\n");
+    // Other work on the machine lowers every roof, and the result is cached: say so.
+    double load = 0;
+    unsigned cores = std::thread::hardware_concurrency();
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+      if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+      std::fclose(f);
+    }
+    if (cores && load > 0.5 * cores)
+      std::fprintf(stderr,
+                   "note: load average %.2f on %u cores: other work lowers the measured roofs; "
+                   "re-run with --force when the machine is quiet\n",
+                   load, cores);
+  }
   auto ceilings = load_or_measure_ceilings(force, cache_dir);
   if (!ceilings.is_ok()) return print_error(ceilings.status());
   if (args.is_set("json")) {
