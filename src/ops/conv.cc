@@ -112,6 +112,23 @@ Expected<int64_t> conv_rank(const InferContext& ctx, size_t weight) {
   return rank;
 }
 
+// X's channels must be the weight's (M, C/group, ...) C/group times group, and M must
+// divide into the groups (Conv and DeformConv weights; unknown dims pass).
+Status check_grouped_channels(const InferContext& ctx, int64_t group) {
+  const int64_t channels = dim_or_unknown(ctx, 0, 1);
+  const int64_t out_channels = dim_or_unknown(ctx, 1, 0);
+  const int64_t channels_per_group = dim_or_unknown(ctx, 1, 1);
+  if (channels >= 0 && channels_per_group >= 0 && channels != channels_per_group * group)
+    return ctx.error("input '" + input_name(ctx, 0) + "' has " + std::to_string(channels) +
+                     " channels but weight '" + input_name(ctx, 1) + "' expects " +
+                     std::to_string(channels_per_group) + " per group x " + std::to_string(group) +
+                     " groups");
+  if (out_channels >= 0 && out_channels % group != 0)
+    return ctx.error("weight '" + input_name(ctx, 1) + "' has " + std::to_string(out_channels) +
+                     " output channels, not divisible by group " + std::to_string(group));
+  return Status::ok();
+}
+
 // X: [N, C, D...], W: [M, C/group, k...], B: [M] -> Y: [N, M, out...].
 Status infer_conv(InferContext& ctx) {
   PG_ASSIGN_OR_RETURN(DType dtype, common_float_type(ctx, {0, 1, 2}));
@@ -124,17 +141,8 @@ Status infer_conv(InferContext& ctx) {
     return Status::ok();
   }
   const size_t spatial = static_cast<size_t>(rank - 2);
-  const int64_t channels = dim_or_unknown(ctx, 0, 1);
   const int64_t out_channels = dim_or_unknown(ctx, 1, 0);
-  const int64_t channels_per_group = dim_or_unknown(ctx, 1, 1);
-  if (channels >= 0 && channels_per_group >= 0 && channels != channels_per_group * group)
-    return ctx.error("input '" + input_name(ctx, 0) + "' has " + std::to_string(channels) +
-                     " channels but weight '" + input_name(ctx, 1) + "' expects " +
-                     std::to_string(channels_per_group) + " per group x " + std::to_string(group) +
-                     " groups");
-  if (out_channels >= 0 && out_channels % group != 0)
-    return ctx.error("weight '" + input_name(ctx, 1) + "' has " + std::to_string(out_channels) +
-                     " output channels, not divisible by group " + std::to_string(group));
+  PG_RETURN_IF_ERROR(check_grouped_channels(ctx, group));
   PG_RETURN_IF_ERROR(check_bias(ctx, 2, out_channels));
   PG_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, resolve_kernel_shape(ctx, 1, spatial));
   Shape out{dim_or_unknown(ctx, 0, 0), out_channels};
@@ -282,15 +290,7 @@ Status infer_deform_conv(InferContext& ctx) {
   const size_t spatial = static_cast<size_t>(rank - 2);
   const int64_t channels = dim_or_unknown(ctx, 0, 1);
   const int64_t out_channels = dim_or_unknown(ctx, 1, 0);
-  const int64_t channels_per_group = dim_or_unknown(ctx, 1, 1);
-  if (channels >= 0 && channels_per_group >= 0 && channels != channels_per_group * group)
-    return ctx.error("input '" + input_name(ctx, 0) + "' has " + std::to_string(channels) +
-                     " channels but weight '" + input_name(ctx, 1) + "' expects " +
-                     std::to_string(channels_per_group) + " per group x " + std::to_string(group) +
-                     " groups");
-  if (out_channels >= 0 && out_channels % group != 0)
-    return ctx.error("weight '" + input_name(ctx, 1) + "' has " + std::to_string(out_channels) +
-                     " output channels, not divisible by group " + std::to_string(group));
+  PG_RETURN_IF_ERROR(check_grouped_channels(ctx, group));
   if (channels >= 0 && channels % offset_group != 0)
     return ctx.error("input '" + input_name(ctx, 0) + "' has " + std::to_string(channels) +
                      " channels, not divisible by offset_group " + std::to_string(offset_group));

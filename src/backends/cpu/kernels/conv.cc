@@ -12,25 +12,13 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
 
 namespace peregrine::cpu {
 
-namespace {
-
-// im2col column buffer bound (floats): 4 MiB.
-constexpr int64_t kIm2colFloats = int64_t{1} << 20;
-
-struct Conv2dShape {
-  int64_t batch, in_c, in_h, in_w;
-  int64_t out_c, out_h, out_w;
-  int64_t kh, kw, group;
-  int64_t stride_h, stride_w, dil_h, dil_w, pad_t, pad_l;
-};
-
-// A per-thread, grow-only float buffer (no allocation once sizes have been seen).
-float* scratch_floats(size_t count) {
+float* conv_scratch_floats(size_t count) {
   struct Buffer {
     float* data = nullptr;
     size_t capacity = 0;
@@ -45,6 +33,15 @@ float* scratch_floats(size_t count) {
   }
   return buffer.data;
 }
+
+namespace {
+
+struct Conv2dShape {
+  int64_t batch, in_c, in_h, in_w;
+  int64_t out_c, out_h, out_w;
+  int64_t kh, kw, group;
+  int64_t stride_h, stride_w, dil_h, dil_w, pad_t, pad_l;
+};
 
 // im2col of one group of one image for output columns [col0, col0 + cols):
 //   col(Cin_g * KH * KW, cols), row r = (ci, ki, kj), column q = output pixel col0 + q;
@@ -216,7 +213,7 @@ class ConvKernel : public PreparedKernel {
                    pixels, 1.0f, 0.0f, ep, threads);
           continue;
         }
-        float* col = scratch_floats(static_cast<size_t>(k * chunk));  // (K, chunk)
+        float* col = conv_scratch_floats(static_cast<size_t>(k * chunk));  // (K, chunk)
         for (int64_t c0 = 0; c0 < pixels; c0 += chunk) {
           const int64_t cols = std::min(chunk, pixels - c0);
           im2col(x_group, s, in_c_g, c0, cols, col, threads);

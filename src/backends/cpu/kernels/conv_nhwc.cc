@@ -19,6 +19,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/kernels/conv_nhwc_depthwise_impl.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
@@ -47,32 +48,12 @@ DwconvAccumulateFn dwconv_accumulate_for_selected_isa() {
   return f32_dwconv_nhwc_accumulate__scalar;
 }
 
-// im2col block bound (floats): 4 MiB, as the NCHW kernel.
-constexpr int64_t kIm2colFloats = int64_t{1} << 20;
-
 struct NhwcShape {
   int64_t batch, in_h, in_w, in_c;
   int64_t out_h, out_w, out_c;
   int64_t kh, kw;
   int64_t stride_h, stride_w, dil_h, dil_w, pad_t, pad_l;
 };
-
-// A per-thread, grow-only float buffer (no allocation once sizes have been seen).
-float* nhwc_scratch_floats(size_t count) {
-  struct Buffer {
-    float* data = nullptr;
-    size_t capacity = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
-  if (count > buffer.capacity) {
-    std::free(buffer.data);
-    buffer.data =
-        static_cast<float*>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
-    buffer.capacity = count;
-  }
-  return buffer.data;
-}
 
 // col(rows, K): row q is output pixel p0 + q (pixels numbered over the whole batch, row-major
 // (n, oh, ow)); K = (ki, kj, ci) with ci innermost. Rows are independent and spread over threads.
@@ -221,7 +202,7 @@ class ConvNhwcKernel : public PreparedKernel {
       return Status::ok();
     }
     const int64_t chunk = std::max<int64_t>(1, std::min(pixels, kIm2colFloats / k_));
-    float* col = nhwc_scratch_floats(static_cast<size_t>(k_ * chunk));  // (chunk, K)
+    float* col = conv_scratch_floats(static_cast<size_t>(k_ * chunk));  // (chunk, K)
     for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
       const int64_t rows = std::min(chunk, pixels - p0);
       im2col_nhwc(px, s, p0, rows, col, threads);
