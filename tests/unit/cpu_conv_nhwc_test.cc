@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
+#include "cpu_one_node_graph.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
@@ -18,85 +19,16 @@
 namespace peregrine {
 namespace {
 
-using cpu::testing::random_floats;
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::zeros(DType::kFloat32, shape);
-  std::vector<float> v = random_floats(static_cast<size_t>(t.numel()), seed);
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
-}
+using cpu::testing::compare_with_reference;
+using cpu::testing::OneNodeGraph;
+using cpu::testing::random_tensor;
 
 ir::Attribute ints(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInts;
-  a.ints = std::move(v);
-  return a;
+  return cpu::testing::ints_attr(name, std::move(v));
 }
 
-// One node reading graph inputs (X, Z) and initializers (W, B); output "Y". An input named ""
-// is an omitted optional input.
-struct OneNode {
-  ir::Graph graph;
-  std::map<std::string, RuntimeValue> feeds;
-
-  OneNode(const std::string& op, const std::string& domain,
-          const std::vector<std::pair<std::string, Tensor>>& inputs,
-          const std::vector<bool>& constant, const std::vector<ir::Attribute>& attrs) {
-    graph.opsets[""] = 17;
-    graph.opsets["peregrine"] = 1;
-    auto node = std::make_unique<ir::Node>();
-    node->op_type = op;
-    node->domain = domain;
-    node->opset = domain.empty() ? 17 : 1;
-    node->name = "n";
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto& [name, t] = inputs[i];
-      node->inputs.push_back(name);
-      if (name.empty()) continue;
-      ir::Value& v = graph.value(name);
-      v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
-      if (constant[i]) {
-        v.initializer = t;
-      } else {
-        graph.inputs.push_back(name);
-        feeds[name] = RuntimeValue::of(t);
-      }
-    }
-    for (const auto& a : attrs) node->attributes[a.name] = a;
-    node->outputs = {"Y"};
-    graph.value("Y");
-    graph.outputs = {"Y"};
-    graph.nodes.push_back(std::move(node));
-  }
-
-  Tensor run(const Backend& backend, int threads, std::string* kernel) {
-    auto inferred = infer_graph_types(graph);
-    EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
-    auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
-    EXPECT_TRUE(ex.is_ok()) << ex.status().message();
-    if (!ex.is_ok()) return Tensor();
-    std::vector<NodeTiming> timings;
-    auto out = ex.value()->run(feeds, nullptr, &timings);
-    EXPECT_TRUE(out.is_ok()) << out.status().message();
-    if (!out.is_ok()) return Tensor();
-    if (kernel && !timings.empty()) *kernel = timings[0].kernel;
-    return out.value()[0].tensor;
-  }
-};
-
-void compare_backends(OneNode& g, const std::string& kernel_prefix, float tol = 1e-4f) {
-  Tensor want = g.run(reference_backend(), 1, nullptr);
-  for (int threads : {1, 2, 3}) {
-    SCOPED_TRACE("threads=" + std::to_string(threads));
-    std::string kernel;
-    Tensor got = g.run(cpu_backend(), threads, &kernel);
-    EXPECT_EQ(kernel.rfind(kernel_prefix, 0), 0u) << kernel;
-    ASSERT_EQ(got.shape(), want.shape());
-    for (int64_t i = 0; i < got.numel(); ++i)
-      ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], tol) << "at " << i;
-  }
+void compare_backends(OneNodeGraph& g, const std::string& kernel_prefix, float tol = 1e-4f) {
+  compare_with_reference(g, cpu_backend(), kernel_prefix, tol);
 }
 
 struct Case {
@@ -152,7 +84,7 @@ void check(const Case& cc) {
       attrs.push_back(p);
     }
   }
-  OneNode g("ConvNhwc", "peregrine", inputs, constant, attrs);
+  OneNodeGraph g("ConvNhwc", inputs, constant, attrs, "peregrine");
   compare_backends(g, cc.group > 1 ? "cpu/conv_nhwc_depthwise" : "cpu/conv_nhwc");
 }
 
@@ -190,7 +122,7 @@ TEST(CpuTransposeNchwNhwc, MatchesReference) {
                          Shape{1, 127, 3, 1}, Shape{0, 3, 4, 5}, Shape{3, 64, 33, 31}}) {
     for (std::vector<int64_t> perm : {std::vector<int64_t>{0, 2, 3, 1}, {0, 3, 1, 2}}) {
       SCOPED_TRACE(shape_to_string(s) + (perm[1] == 2 ? " to nhwc" : " to nchw"));
-      OneNode g("Transpose", "", {{"X", random_tensor(s, 5)}}, {false}, {ints("perm", perm)});
+      OneNodeGraph g("Transpose", {{"X", random_tensor(s, 5)}}, {false}, {ints("perm", perm)});
       compare_backends(g, "cpu/transpose_", 0.0f);
     }
   }

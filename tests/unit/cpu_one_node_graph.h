@@ -55,6 +55,7 @@ inline ir::Attribute string_attr(const std::string& name, const std::string& v) 
 }
 
 // One node `op` (domain, opset) on graph inputs (or initializers where `constant`), output Y.
+// An input named "" is an omitted optional input.
 struct OneNodeGraph {
   ir::Graph graph;
   std::map<std::string, RuntimeValue> feeds;
@@ -72,6 +73,7 @@ struct OneNodeGraph {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const auto& [name, t] = inputs[i];
       node->inputs.push_back(name);
+      if (name.empty()) continue;  // an omitted optional input
       ir::Value& v = graph.value(name);
       v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
       if (constant[i]) {
