@@ -107,6 +107,19 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
   }
 }
 
+// Requests the cache lines of a (rows, cols) tile with row stride ld.
+inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols, bool write) {
+  for (int64_t i = 0; i < rows; ++i, p += ld) {
+    if (write) {
+      __builtin_prefetch(p, 1, 3);
+      __builtin_prefetch(p + cols - 1, 1, 3);
+    } else {
+      __builtin_prefetch(p, 0, 3);
+      __builtin_prefetch(p + cols - 1, 0, 3);
+    }
+  }
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
@@ -241,6 +254,13 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
             const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
             const float* ap = a_panels + (ir / mr) * a_stride;
             float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
+            // The tile's C rows (and residual rows, on the last K block) sit a whole row of C
+            // apart: too many streams for the hardware prefetcher, so every line would be a
+            // demand miss after the FMAs. Requested now, they arrive while the kernel computes.
+            prefetch_tile(ct, ldc, nrows, ncols, true);
+            if (last && ep.residual)
+              prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols,
+                            false);
             if (nrows == mr && ncols == nr) {
               kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
                              beta_block);
