@@ -97,7 +97,9 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
     for (int64_t p = 0; p < kc; ++p) {
       const float* src = b.data + (p0 + p) * b.rs + (j0 + jr) * b.cs;
       float* out = dst + p * nr;
-      if (b.cs == 1) {
+      if (b.cs == 1 && cols == 16) {
+        std::memcpy(out, src, sizeof(float) * 16);  // constant size: inline vector moves
+      } else if (b.cs == 1) {
         std::memcpy(out, src, sizeof(float) * static_cast<size_t>(cols));
       } else {
         for (int64_t j = 0; j < cols; ++j) out[j] = src[j * b.cs];
@@ -229,7 +231,10 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
         b_stride = b.packed->panel_stride(p0);
       } else {
         b_stride = kc * nr;
-        pack_b_block(b.view, p0, j0, kc, ncur, nr, b_stride, b_buf);
+        if (b.packer)
+          b.packer->pack(p0, j0, kc, ncur, nr, b_stride, b_buf);
+        else
+          pack_b_block(b.view, p0, j0, kc, ncur, nr, b_stride, b_buf);
         b_panels = b_buf;
       }
       const float beta_block = p0 == 0 ? beta : 1.0f;

@@ -113,14 +113,27 @@ class PackedMatrix {
   std::unique_ptr<float[], Free> data_;
 };
 
-// A GEMM operand: a strided view, or a matrix packed for the same kernel.
+// A B operand that exists only as a rule (implicit GEMM: a convolution's im2col matrix), packed
+// by the caller straight into the driver's panels, so the matrix is never written out whole.
+class BPanelPacker {
+ public:
+  virtual ~BPanelPacker() = default;
+  // Writes B(p0 : p0 + kc, j0 : j0 + nc) as ceil(nc / nr) panels of (kc, nr), each
+  // `panel_stride` floats apart, columns past nc zero. Called concurrently from several threads.
+  virtual void pack(int64_t p0, int64_t j0, int64_t kc, int64_t nc, int nr, int64_t panel_stride,
+                    float* dst) const = 0;
+};
+
+// A GEMM operand: a strided view, a matrix packed for the same kernel, or (B only) a packer.
 struct GemmOperand {
   MatrixView view;
   const PackedMatrix* packed = nullptr;
+  const BPanelPacker* packer = nullptr;
   static GemmOperand of(const float* data, int64_t rs, int64_t cs) {
-    return GemmOperand{MatrixView{data, rs, cs}, nullptr};
+    return GemmOperand{MatrixView{data, rs, cs}, nullptr, nullptr};
   }
-  static GemmOperand of(const PackedMatrix& p) { return GemmOperand{MatrixView{}, &p}; }
+  static GemmOperand of(const PackedMatrix& p) { return GemmOperand{MatrixView{}, &p, nullptr}; }
+  static GemmOperand of(const BPanelPacker& p) { return GemmOperand{MatrixView{}, nullptr, &p}; }
 };
 
 // C = epilogue(alpha * A * B + beta * C) for A (m, k), B (k, n), C (m, n) with row stride ldc,

@@ -3,8 +3,8 @@
 //     per output plane, the valid output column range precomputed per kernel tap.
 //   1x1, stride 1, no padding: a GEMM per (image, group) on the input planes as they are:
 //     Y_g(Cout_g, HW) = W_g(Cout_g, Cin_g) * X_g(Cin_g, HW).
-//   otherwise: im2col of a bounded column range into scratch, then the same GEMM with
-//     K = Cin_g * KH * KW.
+//   otherwise: the same GEMM with K = Cin_g * KH * KW, its B the im2col matrix packed on the
+//     fly into the GEMM's panels (Im2colPacker), never written out whole.
 // Weights (constant) are packed once per group as the GEMM's A; the bias is the epilogue's
 // per-row bias.
 #include <algorithm>
@@ -43,47 +43,69 @@ struct Conv2dShape {
   int64_t stride_h, stride_w, dil_h, dil_w, pad_t, pad_l;
 };
 
-// im2col of one group of one image for output columns [col0, col0 + cols):
-//   col(Cin_g * KH * KW, cols), row r = (ci, ki, kj), column q = output pixel col0 + q;
-//   taps in the padding read 0. Rows are independent and spread over threads.
-void im2col(const float* x_group, const Conv2dShape& s, int64_t in_c_group, int64_t col0,
-            int64_t cols, float* col, int threads) {
-  const int64_t rows = in_c_group * s.kh * s.kw;
-  auto row_task = [&](int64_t r, int) {
-    const int64_t ci = r / (s.kh * s.kw), ki = (r / s.kw) % s.kh, kj = r % s.kw;
-    const float* plane = x_group + ci * s.in_h * s.in_w;
-    float* dst = col + r * cols;
-    int64_t q = 0;
-    while (q < cols) {
-      const int64_t pix = col0 + q;
-      const int64_t oh = pix / s.out_w, ow0 = pix % s.out_w;
-      const int64_t run = std::min(s.out_w - ow0, cols - q);  // rest of this output row
-      const int64_t ih = oh * s.stride_h - s.pad_t + ki * s.dil_h;
-      if (ih < 0 || ih >= s.in_h) {
-        std::fill(dst + q, dst + q + run, 0.0f);
-      } else {
-        // Output columns [lo, hi) of this row read inside the input row; the rest are padding.
-        const float* in_row = plane + ih * s.in_w;
-        const int64_t off = kj * s.dil_w - s.pad_l;
-        const int64_t lo =
-            std::clamp<int64_t>(off >= 0 ? 0 : (-off + s.stride_w - 1) / s.stride_w - ow0, 0, run);
-        const int64_t hi = std::clamp<int64_t>(
-            s.in_w - 1 - off < 0 ? 0 : (s.in_w - 1 - off) / s.stride_w + 1 - ow0, lo, run);
-        float* out = dst + q;
-        std::fill(out, out + lo, 0.0f);
-        const float* src = in_row + ow0 * s.stride_w + off;
-        if (s.stride_w == 1) {
-          std::copy(src + lo, src + hi, out + lo);
-        } else {
-          for (int64_t j = lo; j < hi; ++j) out[j] = src[j * s.stride_w];
-        }
-        std::fill(out + hi, out + run, 0.0f);
+// Implicit im2col: B(K, OH * OW) of one group of one image, row r = (ci, ki, kj), column q =
+// output pixel q, element = the input under tap (ki, kj) of pixel q (0 in the padding), packed
+// straight into the GEMM's panels. Each panel's 16-ish pixels split into runs that share an
+// output row; a run whose taps all land inside the input row is one contiguous (stride 1) or
+// strided copy, the rest check each tap.
+class Im2colPacker : public BPanelPacker {
+ public:
+  Im2colPacker(const float* x_group, const Conv2dShape& s) : x_(x_group), s_(s) {}
+
+  void pack(int64_t p0, int64_t j0, int64_t kc, int64_t nc, int nr, int64_t panel_stride,
+            float* dst) const override {
+    const int64_t taps = s_.kh * s_.kw, in_plane = s_.in_h * s_.in_w;
+    for (int64_t jr = 0; jr < nc; jr += nr, dst += panel_stride) {
+      const int64_t cols = std::min<int64_t>(nr, nc - jr);
+      // Runs of the panel's columns within one output row: (first column, length, oh, ow).
+      struct Run {
+        int64_t col, len, oh, ow;
+      };
+      Run runs[64];  // a panel has at most NR (<= 32) columns, one run each at worst
+      int num_runs = 0;
+      for (int64_t q = 0; q < cols;) {
+        const int64_t pix = j0 + jr + q, oh = pix / s_.out_w, ow = pix % s_.out_w;
+        const int64_t len = std::min(cols - q, s_.out_w - ow);
+        runs[num_runs++] = Run{q, len, oh, ow};
+        q += len;
       }
-      q += run;
+      for (int64_t p = 0; p < kc; ++p) {
+        const int64_t r = p0 + p, ci = r / taps, ki = (r / s_.kw) % s_.kh, kj = r % s_.kw;
+        const float* plane = x_ + ci * in_plane;
+        float* out = dst + p * nr;
+        for (int i = 0; i < num_runs; ++i) {
+          const Run& run = runs[i];
+          float* o = out + run.col;
+          const int64_t ih = run.oh * s_.stride_h - s_.pad_t + ki * s_.dil_h;
+          if (ih < 0 || ih >= s_.in_h) {
+            std::fill(o, o + run.len, 0.0f);
+            continue;
+          }
+          const float* in_row = plane + ih * s_.in_w;
+          const int64_t iw0 = run.ow * s_.stride_w - s_.pad_l + kj * s_.dil_w;
+          const int64_t iw_last = iw0 + (run.len - 1) * s_.stride_w;
+          if (iw0 >= 0 && iw_last < s_.in_w) {
+            if (s_.stride_w == 1) {
+              std::copy(in_row + iw0, in_row + iw0 + run.len, o);
+            } else {
+              for (int64_t j = 0; j < run.len; ++j) o[j] = in_row[iw0 + j * s_.stride_w];
+            }
+          } else {
+            for (int64_t j = 0; j < run.len; ++j) {
+              const int64_t iw = iw0 + j * s_.stride_w;
+              o[j] = iw >= 0 && iw < s_.in_w ? in_row[iw] : 0.0f;
+            }
+          }
+        }
+        std::fill(out + cols, out + nr, 0.0f);
+      }
     }
-  };
-  cpu_thread_pool().parallel_for(rows, threads, row_task);
-}
+  }
+
+ private:
+  const float* x_;
+  const Conv2dShape& s_;
+};
 
 // Direct depthwise conv: output channel oc reads input channel oc / multiplier.
 void direct_depthwise(const float* x, const float* w, const float* bias, float* y,
@@ -192,8 +214,6 @@ class ConvKernel : public PreparedKernel {
                            s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
-    const int64_t chunk =
-        std::max<int64_t>(1, std::min(pixels, kIm2colFloats / std::max<int64_t>(k, 1)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -213,15 +233,9 @@ class ConvKernel : public PreparedKernel {
                    pixels, 1.0f, 0.0f, ep, threads);
           continue;
         }
-        float* col = conv_scratch_floats(static_cast<size_t>(k * chunk));  // (K, chunk)
-        for (int64_t c0 = 0; c0 < pixels; c0 += chunk) {
-          const int64_t cols = std::min(chunk, pixels - c0);
-          im2col(x_group, s, in_c_g, c0, cols, col, threads);
-          GemmEpilogue chunk_ep = ep;  // the residual view starts at the chunk's column
-          if (chunk_ep.residual) chunk_ep.residual += c0;
-          f32_gemm(gemm_, out_c_g, cols, k, a, GemmOperand::of(col, cols, 1), y_group + c0, pixels,
-                   1.0f, 0.0f, chunk_ep, threads);
-        }
+        const Im2colPacker im2col(x_group, s);
+        f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(im2col), y_group, pixels, 1.0f,
+                 0.0f, ep, threads);
       }
     }
     return Status::ok();
