@@ -29,6 +29,14 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// CPU time of the whole process (every thread), in ms. Per run it is the work done, which on a
+// shared machine is steadier than wall time: time spent waiting for a core is not counted.
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 // Peak resident set size of this process so far, in MiB (Linux reports ru_maxrss in KiB).
 double peak_rss_mib() {
   rusage usage{};
@@ -100,6 +108,8 @@ struct BenchResult {
   double first_run_ms = 0;
   std::vector<double> latencies_ms;
   lab::LatencyStats latency;
+  std::vector<double> cpu_ms;  // process CPU time of each timed run
+  double cpu_ms_median = 0;
   double measured_wall_ms = 0;  // wall time of the timed loop
   double throughput_per_s = 0;  // timed runs per second of wall time
   double peak_rss_mb = 0;
@@ -150,7 +160,8 @@ std::string result_json(const BenchResult& r) {
     << number(l.min) << ", \"mean\": " << number(l.mean) << ", \"median\": " << number(l.median)
     << ", \"p90\": " << number(l.p90) << ", \"p95\": " << number(l.p95) << ", \"p99\": "
     << number(l.p99) << ", \"max\": " << number(l.max) << ", \"stddev\": " << number(l.stddev)
-    << "}, \"throughput_per_s\": " << number(r.throughput_per_s)
+    << "}, \"cpu_ms_median\": " << number(r.cpu_ms_median)
+    << ", \"throughput_per_s\": " << number(r.throughput_per_s)
     << ", \"peak_rss_mb\": " << number(r.peak_rss_mb)
     << ", \"activation_bytes\": " << static_cast<int64_t>(r.activations.bytes)
     << ", \"activation_bytes_method\": "
@@ -174,6 +185,7 @@ void print_text(const BenchResult& r) {
   std::printf("latency (ms):    min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  "
               "max %.3f  (stddev %.3f)\n",
               l.min, l.mean, l.median, l.p90, l.p95, l.p99, l.max, l.stddev);
+  std::printf("cpu time:        median %.3f ms per run (all threads)\n", r.cpu_ms_median);
   std::printf("throughput:      %.2f runs/s\n", r.throughput_per_s);
   std::printf("peak RSS:        %.1f MiB\n", r.peak_rss_mb);
   std::printf("activations:     %.0f bytes (%.2f MB) written per run (sum of node outputs from "
@@ -280,14 +292,17 @@ int cmd_bench(int argc, char** argv) {
     if (iterations > 0 ? i >= iterations
                        : (i >= min_duration_runs && ms_since(t_loop) >= duration_s * 1000))
       break;
+    const double cpu0 = process_cpu_ms();
     auto t0 = Clock::now();
     auto out = s.run_values(values);
     double ms = ms_since(t0);
+    r.cpu_ms.push_back(process_cpu_ms() - cpu0);
     if (!out.is_ok()) return print_error(out.status());
     r.latencies_ms.push_back(ms);
   }
   r.measured_wall_ms = ms_since(t_loop);
   r.latency = lab::summarize_latencies(r.latencies_ms);
+  r.cpu_ms_median = lab::summarize_latencies(r.cpu_ms).median;
   r.throughput_per_s = r.measured_wall_ms > 0 ? r.latency.count * 1000.0 / r.measured_wall_ms : 0;
   r.peak_rss_mb = peak_rss_mib();
 
