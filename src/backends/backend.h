@@ -55,6 +55,11 @@ class KernelContext {
   // Output i, allocated on first use from the type inferred for this run.
   // Requires a static inferred shape; ops with data-dependent shapes use allocate_output.
   Tensor& output(size_t i);
+  // Output i for a kernel that writes every element of it: output(i) without the zero fill of
+  // a bound block (a later output(i) call, e.g. a fallback to the reference, still zero-fills).
+  // PEREGRINE_POISON_OUTPUTS=1 fills such blocks with NaN instead, so tests catch a kernel that
+  // leaves elements unwritten.
+  Tensor& output_for_overwrite(size_t i);
   Tensor& allocate_output(size_t i, DType dtype, const Shape& shape);
   void set_output(size_t i, Tensor t) {
     outputs_[i] = RuntimeValue::of(std::move(t));

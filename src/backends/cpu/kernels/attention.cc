@@ -165,7 +165,7 @@ class AttentionKernel : public PreparedKernel {
     AttentionProblem p;
     SmallShape out_shape;
     if (!describe(ctx, &p, &out_shape)) return run_reference(ctx);
-    Tensor& out = ctx.output(0);
+    Tensor& out = ctx.output_for_overwrite(0);
     if (out.dtype() != DType::kFloat32 || out.rank() != out_shape.rank) return run_reference(ctx);
     for (int i = 0; i < out_shape.rank; ++i)
       if (out.dim(i) != out_shape.dims[i]) return run_reference(ctx);

@@ -161,7 +161,7 @@ class ConvNhwcKernel : public PreparedKernel {
                       g.output[0],    g.output[1],     w.dim(0),       w.dim(2),
                       w.dim(3),       g.strides[0],    g.strides[1],   g.dilations[0],
                       g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
-    Tensor& y = ctx.output(0);  // (N, OH, OW, Cout)
+    Tensor& y = ctx.output_for_overwrite(0);  // (N, OH, OW, Cout)
     if (y.numel() == 0) return Status::ok();
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, y, &broadcast_z);

@@ -68,7 +68,7 @@ class UnaryKernel : public PreparedKernel {
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::kFloat32) return run_reference(ctx);
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     const int64_t n = x.numel();
     if (n == 0) return Status::ok();
     const float* px = x.data<float>();
@@ -148,7 +148,7 @@ class BinaryKernel : public PreparedKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32) return run_reference(ctx);
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
     BroadcastGroups g;
     if (!group_dims(a.shape(), b.shape(), y.shape(), &g)) return run_reference(ctx);

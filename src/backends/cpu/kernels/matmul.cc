@@ -54,7 +54,7 @@ class MatMulKernel : public PreparedKernel {
     if (b2[b2.size() - 2] != k)
       return ctx.error("inner dims do not match: " + shape_to_string(a.shape()) + " x " +
                        shape_to_string(b.shape()));
-    Tensor& out = ctx.output(0);
+    Tensor& out = ctx.output_for_overwrite(0);
     if (out.numel() == 0) return Status::ok();
     float* po = out.data<float>();
     bool broadcast_z = false;
@@ -140,7 +140,7 @@ class GemmKernel : public PreparedKernel {
     if ((trans_b_ ? b.dim(1) : b.dim(0)) != k) return ctx.error("inner dims of A and B differ");
     const Shape mn{m, n};
     float beta = 0.0f;
-    Tensor& out = ctx.output(0);
+    Tensor& out = ctx.output_for_overwrite(0);
     if (out.numel() == 0) return Status::ok();
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);

@@ -59,7 +59,7 @@ class WindowPoolKernel : public PreparedKernel {
     const int64_t kh = g.kernel[0], kw = g.kernel[1];
     const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
     const int64_t pad_t = g.pads_begin[0], pad_l = g.pads_begin[1];
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
     // Per tap column kj: output columns [lo, hi) whose tap lands in 0 <= ow*sw - pl + kj*dw < W.
     col_lo_.resize(static_cast<size_t>(kw));
@@ -147,7 +147,7 @@ class GlobalPoolKernel : public PreparedKernel {
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::kFloat32 || x.rank() < 3) return run_reference(ctx);
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     const int64_t planes = x.dim(0) * x.dim(1);
     if (planes == 0) return Status::ok();
     const int64_t size = x.numel() / planes;

@@ -42,7 +42,7 @@ class TransposeNchwNhwcKernel : public PreparedKernel {
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::kFloat32 || x.rank() != 4) return run_reference(ctx);
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
     // NCHW -> NHWC: per image (C, HW) -> (HW, C). NHWC -> NCHW: (HW, C) -> (C, HW).
     const int64_t r = to_nhwc_ ? x.dim(1) : x.dim(1) * x.dim(2);
