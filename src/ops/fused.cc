@@ -14,11 +14,18 @@
 //     causal = 1 (optional, default 0): query i sees key j only when j <= i + Skv - Sq, as if a
 //     mask of -inf above that diagonal were added.
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.
+//   RMSNormalization(X, Scale) = X / sqrt(ReduceMean(X^2, axes = [axis, rank)) + epsilon) * Scale
+//     (float32; ONNX-23 semantics; attributes axis, default -1, and epsilon, default 1e-5).
+//     Scale broadcasts to X's normalized dims. Written by the rms_norm_fusion pass.
+//   ElementwiseChain(X0, X1...) = a program of float32 unary / binary elementwise steps over
+//     inputs all shaped like X0 (encoding in ops/elementwise_chain.h). Written by the
+//     elementwise_chain_fusion pass.
 //   ConvNhwc(X, W, B?, Z?)    = FusedConv with X, Z and Y in NHWC (N, H, W, C) instead of
 //     NCHW; W stays (M, C / group, KH, KW). Only 2-D. Written by the layout_nhwc pass.
 // Registered after the families they build on (op_list.h lists this family last).
 #include <cmath>
 
+#include "ops/elementwise_chain.h"
 #include "ops/infer_helpers.h"
 #include "ops/op_list.h"
 
@@ -126,6 +133,21 @@ Status infer_attention(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_rms_norm(InferContext& ctx) {
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 0));
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));
+  const ir::ValueType& x = ctx.input_type(0);
+  if (x.dtype != DType::kFloat32) return ctx.error("expects a float32 X");
+  if (ctx.input_type(1).dtype != x.dtype) return ctx.error("Scale has a different type than X");
+  if (ctx.num_inputs() > 2) return ctx.error("too many inputs");
+  if (x.has_shape) {
+    PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
+    PG_RETURN_IF_ERROR(normalize_axis(ctx, axis, x.rank()).status());
+  }
+  ctx.set_output(0, x);
+  return Status::ok();
+}
+
 OpCost attention_cost(const ir::Node&, const std::vector<ir::ValueType>& in,
                       const std::vector<ir::ValueType>& out) {
   OpCost c = default_cost(in, out);
@@ -159,6 +181,8 @@ void register_fused_schemas(SchemaRegistry& r) {
          [matmul_infer](InferContext& ctx) { return infer_base_plus_z(matmul_infer, ctx, 2); },
          matmul->cost});
   r.add({kPeregrineDomain, "Attention", 1, infer_attention, attention_cost});
+  r.add({kPeregrineDomain, "RMSNormalization", 1, infer_rms_norm, elementwise_cost(4)});
+  r.add({kPeregrineDomain, "ElementwiseChain", 1, infer_elementwise_chain, elementwise_chain_cost});
   r.add({kPeregrineDomain, "ConvNhwc", 1,
          [conv_infer](InferContext& ctx) { return infer_conv_nhwc(conv_infer, ctx); },
          conv->cost});

@@ -3,9 +3,12 @@
 //   Produces: Transpose(x, q) with q[i] = p1[p2[i]]; when q is the identity, readers of
 //             the outer output read x and the outer node is removed (the transposes
 //             cancel). The inner node stays for other readers (DCE removes it otherwise).
+//             When the outer output is a graph output, the node producing x is renamed to
+//             write it instead (x's readers follow), so the pair still cancels.
 //   Preconditions: both perms known (attribute, or rank known for the default
 //             reversal); for cancellation, the outer output is not a graph output
-//             and not read from a subgraph.
+//             and not read from a subgraph, or else (renaming) x is made by a node of
+//             this graph, is not a graph output and is read only by this graph's nodes.
 #include <numeric>
 
 #include "passes/pass.h"
@@ -30,6 +33,7 @@ struct Match {
   std::string source;
   std::vector<int64_t> perm;
   bool identity;
+  bool rename_source;  // identity, outer output a graph output: x's producer writes it
 };
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& n) {
@@ -46,8 +50,13 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     q[i] = (*p1)[static_cast<size_t>(j)];
     identity &= q[i] == static_cast<int64_t>(i);
   }
-  if (identity && !index.only_local_uses(n.outputs[0])) identity = false;
-  return Match{&n, inner->inputs[0], q, identity};
+  const std::string& source = inner->inputs[0];
+  bool rename = false;
+  if (identity && !index.only_local_uses(n.outputs[0])) {
+    rename = index.producer(source) && index.only_local_uses(source);
+    identity = rename;
+  }
+  return Match{&n, source, q, identity, rename};
 }
 
 class CollapseTransposeChains : public Pass {
@@ -55,7 +64,15 @@ class CollapseTransposeChains : public Pass {
   const char* name() const override { return "collapse_transpose_chains"; }
   Expected<bool> run(ir::Graph& g) override {
     auto collapse = [](ir::Graph& graph, const auto& m) {
-      if (m.identity) {
+      if (m.rename_source) {
+        const std::string out = m.outer->outputs[0];
+        for (auto& node : graph.nodes)
+          for (auto& o : node->outputs)
+            if (o == m.source) o = out;
+        replace_uses(graph, m.source, out);
+        remove_nodes(graph, {m.outer});
+        graph.values.erase(m.source);
+      } else if (m.identity) {
         replace_uses(graph, m.outer->outputs[0], m.source);
         remove_nodes(graph, {m.outer});
       } else {

@@ -14,13 +14,16 @@ std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_remove_identity_ops();
 std::unique_ptr<Pass> make_collapse_reshape_chains();
 std::unique_ptr<Pass> make_collapse_transpose_chains();
+std::unique_ptr<Pass> make_move_transposes();
 // Fusion.
 std::unique_ptr<Pass> make_conv_batchnorm_folding();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();
 std::unique_ptr<Pass> make_fuse_activation();
 std::unique_ptr<Pass> make_layer_norm_fusion();
+std::unique_ptr<Pass> make_rms_norm_fusion();
 std::unique_ptr<Pass> make_gelu_fusion();
 std::unique_ptr<Pass> make_attention_fusion();
+std::unique_ptr<Pass> make_elementwise_chain_fusion();
 // Layout (-O3).
 std::unique_ptr<Pass> make_layout_nhwc();
 

@@ -20,12 +20,15 @@ const std::map<std::string, Factory>& factories() {
       {"remove_identity_ops", make_remove_identity_ops},
       {"collapse_reshape_chains", make_collapse_reshape_chains},
       {"collapse_transpose_chains", make_collapse_transpose_chains},
+      {"move_transposes", make_move_transposes},
       {"conv_batchnorm_folding", make_conv_batchnorm_folding},
       {"matmul_add_to_gemm", make_matmul_add_to_gemm},
       {"fuse_activation", make_fuse_activation},
       {"layer_norm_fusion", make_layer_norm_fusion},
+      {"rms_norm_fusion", make_rms_norm_fusion},
       {"gelu_fusion", make_gelu_fusion},
       {"attention_fusion", make_attention_fusion},
+      {"elementwise_chain_fusion", make_elementwise_chain_fusion},
       {"layout_nhwc", make_layout_nhwc},
   };
   return kFactories;
@@ -40,10 +43,16 @@ const std::vector<std::string> kCleanup = {
 };
 
 // Order matters: GELU and attention are matched before their MatMuls are fused with
-// activations; BN folds into Conv before Conv takes an activation.
+// activations; BN folds into Conv before Conv takes an activation; RMS norm after layer norm
+// (a layer norm's variance tail is an RMS norm of x - mean); transposes move down elementwise
+// runs once attention has taken its own, so pairs meet and collapse and the runs they split
+// reach fuse_activation and the elementwise chains; elementwise chains last, from what the
+// pattern fusions and fuse_activation left.
 const std::vector<std::string> kFusion = {
-    "conv_batchnorm_folding", "gelu_fusion",     "layer_norm_fusion", "attention_fusion",
-    "matmul_add_to_gemm",     "fuse_activation", "dead_code_elimination",
+    "conv_batchnorm_folding",    "gelu_fusion",           "layer_norm_fusion",
+    "rms_norm_fusion",           "attention_fusion",      "move_transposes",
+    "collapse_transpose_chains", "matmul_add_to_gemm",    "fuse_activation",
+    "elementwise_chain_fusion",  "dead_code_elimination",
 };
 
 // -O3: activation layout for the CPU conv kernels, after fusion has settled the convs.

@@ -392,6 +392,287 @@ TEST(AttentionFusion, CoreOnly) {
   EXPECT_EQ(count_op(g, "Transpose"), 3);
 }
 
+// --- rms_norm_fusion -------------------------------------------------------
+
+struct RmsForm {
+  int opset = 18;
+  bool square_by_mul = false;  // Mul(x, x) instead of Pow(x, 2)
+  bool rsqrt = false;          // Sqrt -> Reciprocal -> Mul instead of Div
+  bool gamma = true;
+  bool sqrt_is_output = false;
+  bool mean_second_reader = false;
+  DType dtype = DType::kFloat32;
+};
+
+BuildFn rms_norm_graph(RmsForm f) {
+  return [=] {
+    GraphBuilder b(f.opset);
+    auto x = b.input("x", {2, 3, 13}, f.dtype);
+    auto sq = f.square_by_mul
+                  ? b.op("Mul", {x, x})
+                  : b.op("Pow", {x, f.dtype == DType::kFloat32
+                                        ? b.scalar("two", 2)
+                                        : b.constant("two", Tensor::scalar<double>(2))});
+    std::string ms;
+    if (f.opset >= 18) {
+      ms = b.op("ReduceMean", {sq, b.ints("axes", {-1})});
+    } else {
+      auto& mean = b.node("ReduceMean", {sq});
+      mean.attributes["axes"] = attr_ints("axes", {2});
+      ms = mean.outputs[0];
+    }
+    auto eps = f.dtype == DType::kFloat32 ? b.scalar("eps", 1e-6f)
+                                          : b.constant("eps", Tensor::scalar<double>(1e-6));
+    auto s = b.op("Sqrt", {b.op("Add", {eps, ms})});
+    auto n = f.rsqrt ? b.op("Mul", {x, b.op("Reciprocal", {s})}) : b.op("Div", {x, s});
+    if (f.gamma) n = b.op("Mul", {b.random("gamma", {13}, 3), n});
+    b.output(n);
+    if (f.sqrt_is_output) b.output(s);
+    if (f.mean_second_reader) b.output(b.op("Exp", {ms}));
+    return b.build();
+  };
+}
+
+TEST(RmsNormFusion, DivFormWithGammaAndAxesInput) {
+  ir::Graph g = optimize_and_compare(rms_norm_graph({}), {"rms_norm_fusion"}, 1e-5);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "RMSNormalization");
+  EXPECT_EQ(g.nodes[0]->domain, "peregrine");
+  EXPECT_EQ(g.nodes[0]->attribute("axis")->i, -1);
+  EXPECT_FLOAT_EQ(g.nodes[0]->attribute("epsilon")->f, 1e-6f);
+}
+
+TEST(RmsNormFusion, RsqrtFormMulSquareAxesAttributeNoGamma) {
+  RmsForm f;
+  f.opset = 13;
+  f.square_by_mul = true;
+  f.rsqrt = true;
+  f.gamma = false;
+  ir::Graph g = optimize_and_compare(rms_norm_graph(f), {"rms_norm_fusion"}, 1e-5);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "RMSNormalization");
+}
+
+TEST(RmsNormFusion, NotWhenIntermediateIsReadElsewhere) {
+  RmsForm out;
+  out.sqrt_is_output = true;
+  ir::Graph g = optimize_and_compare(rms_norm_graph(out), {"rms_norm_fusion"});
+  EXPECT_EQ(count_op(g, "RMSNormalization"), 0);
+  EXPECT_EQ(count_op(g, "Sqrt"), 1);
+  RmsForm second;
+  second.mean_second_reader = true;
+  g = optimize_and_compare(rms_norm_graph(second), {"rms_norm_fusion"});
+  EXPECT_EQ(count_op(g, "RMSNormalization"), 0);
+  EXPECT_EQ(count_op(g, "ReduceMean"), 1);
+}
+
+TEST(RmsNormFusion, NotForFloat64) {
+  RmsForm f;
+  f.dtype = DType::kFloat64;
+  f.gamma = false;
+  ir::Graph g = optimize_and_compare(rms_norm_graph(f), {"rms_norm_fusion"});
+  EXPECT_EQ(count_op(g, "RMSNormalization"), 0);
+}
+
+TEST(RmsNormFusion, LayerNormStaysLayerNormAtO2) {
+  ir::Graph g = optimize_level(layer_norm_graph(false), 2, 1e-4);
+  EXPECT_EQ(count_op(g, "LayerNormalization"), 1);
+  EXPECT_EQ(count_op(g, "RMSNormalization"), 0);
+  g = optimize_level(rms_norm_graph({}), 2, 1e-5);
+  EXPECT_EQ(count_op(g, "RMSNormalization"), 1);
+  EXPECT_EQ(g.nodes.size(), 1u);
+}
+
+// --- elementwise_chain_fusion ----------------------------------------------
+
+ir::Node& clip(GraphBuilder& b, const std::string& x, float lo, float hi) {
+  return b.node("Clip", {x, b.scalar("lo" + x, lo), b.scalar("hi" + x, hi)});
+}
+
+// Every step op, immediates on both sides, tensor operands (one read twice).
+BuildFn long_chain_graph() {
+  return [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 13});
+    auto y = b.input("y", {2, 3, 13});
+    auto z = b.input("z", {2, 3, 13});
+    auto v = b.op("Mul", {x, b.scalar("half", 0.5f)});
+    v = b.op("Add", {v, y});
+    v = b.op("Sub", {b.scalar("one", 1.0f), v});
+    v = clip(b, v, -0.75f, 6.0f).outputs[0];
+    auto& leaky = b.node("LeakyRelu", {v});
+    leaky.attributes["alpha"] = attr_f("alpha", 0.2f);
+    v = b.op("HardSwish", {leaky.outputs[0]});
+    v = b.op("Max", {v, b.scalar("floor", 0.05f)});
+    v = b.op("Abs", {b.op("Neg", {v})});
+    v = b.op("Div", {z, b.op("Sqrt", {v})});
+    v = b.op("Erf", {b.op("Exp", {b.op("Sigmoid", {b.op("Tanh", {v})})})});
+    v = b.op("Relu", {b.op("Min", {y, v})});
+    b.output(v);
+    return b.build();
+  };
+}
+
+TEST(ElementwiseChainFusion, FusesEveryStepKindIntoOneNode) {
+  // The fused reference kernel rounds each step as the unfused reference ops
+  // do: exact.
+  ir::Graph g = optimize_and_compare(long_chain_graph(), {"elementwise_chain_fusion"}, 0.0);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const ir::Node& n = *g.nodes[0];
+  EXPECT_EQ(n.op_type, "ElementwiseChain");
+  EXPECT_EQ(n.domain, "peregrine");
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(n.attribute("ops")->strings.size(), 17u);
+}
+
+BuildFn two_step_graph(bool relu_second_reader, bool relu_is_output, DType dtype) {
+  return [=] {
+    GraphBuilder b;
+    auto x = b.input("x", {3, 7}, dtype);
+    auto r = b.op("Relu", {x});
+    b.output(b.op("Tanh", {b.op("Exp", {r})}));
+    if (relu_second_reader) b.output(b.op("Neg", {r}));
+    if (relu_is_output) b.output(r);
+    return b.build();
+  };
+}
+
+TEST(ElementwiseChainFusion, StopsAtSecondConsumerAndGraphOutput) {
+  ir::Graph g = optimize_and_compare(two_step_graph(false, false, DType::kFloat32),
+                                     {"elementwise_chain_fusion"});
+  EXPECT_EQ(g.nodes.size(), 1u);
+  for (bool second : {true, false}) {
+    g = optimize_and_compare(two_step_graph(second, !second, DType::kFloat32),
+                             {"elementwise_chain_fusion"});
+    // Relu stays; Exp -> Tanh still fuse.
+    EXPECT_EQ(count_op(g, "Relu"), 1);
+    EXPECT_EQ(count_op(g, "ElementwiseChain"), 1);
+    EXPECT_EQ(count_op(g, "Exp"), 0);
+  }
+}
+
+TEST(ElementwiseChainFusion, NotForFloat64) {
+  ir::Graph g = optimize_and_compare(two_step_graph(false, false, DType::kFloat64),
+                                     {"elementwise_chain_fusion"});
+  EXPECT_EQ(count_op(g, "ElementwiseChain"), 0);
+  EXPECT_EQ(g.nodes.size(), 3u);
+}
+
+TEST(ElementwiseChainFusion, RefusesBroadcastOperandsAndUnknownShapes) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 4});
+    // A per-channel constant: broadcast, refused.
+    b.output(b.op("Relu", {b.op("Add", {x, b.random("bias", {4}, 2)})}));
+    // A broadcast tensor input: refused.
+    auto row = b.input("row", {1, 4});
+    auto full = b.input("full", {3, 4});
+    b.output(b.op("Sigmoid", {b.op("Mul", {row, full})}));
+    // A one-element constant of higher rank than the chain would broadcast it
+    // up: refused.
+    auto v = b.input("v", {5});
+    b.output(
+        b.op("Exp", {b.op("Sub", {v, b.constant("c", Tensor::zeros(DType::kFloat32, {1, 1}))})}));
+    // A dynamic dim: refused.
+    auto d = b.input("d", {-1, 4});
+    b.output(b.op("Tanh", {b.op("Relu", {d})}));
+    return b.build();
+  };
+  ir::Graph before = build();
+  ir::Graph g = build();
+  auto pass = passes::make_elementwise_chain_fusion();
+  auto changed = pass->run(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(g.nodes.size(), before.nodes.size());
+  EXPECT_EQ(count_op(g, "ElementwiseChain"), 0);
+}
+
+TEST(ElementwiseChainFusion, LeavesGeluAndFusedActivationsToTheirPassesAtO2) {
+  auto build = [] {
+    GraphBuilder b(20);
+    auto x = b.input("x", {2, 8});
+    auto e = b.op("Erf", {b.op("Div", {x, b.scalar("sqrt2", 1.4142135f)})});
+    auto gelu = b.op(
+        "Mul", {b.op("Mul", {x, b.op("Add", {e, b.scalar("one", 1)})}), b.scalar("half", 0.5f)});
+    auto mm = b.op("MatMul", {gelu, b.random("w", {8, 8}, 5)});
+    auto t = b.op("Tanh", {b.op("Relu", {mm})});  // Relu goes into the MatMul
+    b.output(b.op("Exp", {b.op("Mul", {t, b.scalar("k", 0.5f)})}));
+    return b.build();
+  };
+  ir::Graph g = optimize_level(build, 2, 1e-5);
+  EXPECT_EQ(count_op(g, "Gelu"), 1);
+  EXPECT_EQ(count_op(g, "FusedMatMul"), 1);
+  ASSERT_EQ(count_op(g, "ElementwiseChain"), 1);
+  EXPECT_EQ(g.nodes.size(), 3u);
+}
+
+// --- move_transposes ---------------------------------------------------------
+
+ir::Node& transpose(GraphBuilder& b, const std::string& x, std::vector<int64_t> perm) {
+  auto& t = b.node("Transpose", {x});
+  t.attributes["perm"] = attr_ints("perm", std::move(perm));
+  return t;
+}
+
+TEST(MoveTransposes, InversePairAroundReluCollapsesToRelu) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 5});
+    auto r = b.op("Relu", {transpose(b, x, {0, 2, 1}).outputs[0]});
+    auto s = b.op("Mul", {b.scalar("k", 0.5f), r});  // scalar binary: moves too
+    b.output(transpose(b, s, {0, 2, 1}).outputs[0]);
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(
+      build, {"move_transposes", "collapse_transpose_chains", "dead_code_elimination"}, 0.0);
+  EXPECT_EQ(count_op(g, "Transpose"), 0);
+  EXPECT_EQ(count_op(g, "Relu"), 1);
+  EXPECT_EQ(g.nodes.size(), 2u);
+  // At -O2 the Relu -> Mul run that is left becomes one chain.
+  g = optimize_level(build, 2, 0.0);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "ElementwiseChain");
+}
+
+TEST(MoveTransposes, ComposesNonInversePairs) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 5});
+    auto r = b.op("Sigmoid", {transpose(b, x, {1, 0, 2}).outputs[0]});
+    b.output(transpose(b, r, {2, 1, 0}).outputs[0]);
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(
+      build, {"move_transposes", "collapse_transpose_chains", "dead_code_elimination"}, 0.0);
+  EXPECT_EQ(count_op(g, "Transpose"), 1);
+  EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+TEST(MoveTransposes, LeavesSharedTransposesAndOtherReadersAlone) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 5});
+    auto t = transpose(b, x, {0, 2, 1}).outputs[0];
+    b.output(transpose(b, b.op("Relu", {t}), {0, 2, 1}).outputs[0]);
+    b.output(b.op("Exp", {t}));  // a second reader of the transpose
+    // A broadcast (non-scalar) operand and a Reshape reader: the transposes
+    // stay.
+    auto u = transpose(b, x, {2, 1, 0}).outputs[0];
+    b.output(b.op("Add", {u, b.random("bias", {2}, 4)}));
+    auto v = transpose(b, x, {1, 0, 2}).outputs[0];
+    b.output(b.op("Reshape", {v, b.ints("shape", {30})}));
+    return b.build();
+  };
+  ir::Graph before = build();
+  ir::Graph g = optimize_and_compare(build, {"move_transposes"});
+  EXPECT_EQ(count_op(g, "Transpose"), count_op(before, "Transpose"));
+  for (const auto& n : g.nodes)
+    if (n->op_type == "Relu" || n->op_type == "Exp") {
+      EXPECT_NE(g.find_value(n->inputs[0])->type.dims, (Shape{2, 3, 5})) << n->op_type;
+    }
+}
+
 // --- pipeline --------------------------------------------------------------
 
 TEST(Pipelines, LevelsAndDisabling) {

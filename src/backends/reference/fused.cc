@@ -6,6 +6,7 @@
 
 #include "backends/reference/evaluate.h"
 #include "backends/reference/kernel_list.h"
+#include "ops/elementwise_chain.h"
 #include "ops/op_schema.h"
 
 namespace peregrine {
@@ -164,6 +165,62 @@ Status attention_kernel(KernelContext& ctx) {
   return Status::ok();
 }
 
+// RMSNormalization: X / Sqrt(ReduceMean(X * X, axes [axis, rank)) + epsilon) *
+// Scale, the ops rms_norm_fusion replaced (the Pow(x, 2) form squares through
+// Mul too: same float product).
+Status rms_norm_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::kFloat32) return ctx.error("RMSNormalization is float32 only");
+  PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
+  PG_ASSIGN_OR_RETURN(float epsilon, ctx.attrs().get_float("epsilon", 1e-5f));
+  const int64_t rank = x.rank();
+  if (axis < -rank || axis >= rank) return ctx.error("axis out of range");
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  Tensor axes_t = Tensor::from_vector<int64_t>(axes, {static_cast<int64_t>(axes.size())});
+  PG_ASSIGN_OR_RETURN(Tensor sq, binary("Mul", x, x));
+  PG_ASSIGN_OR_RETURN(Tensor ms, evaluate_tensor(make_eval_node("ReduceMean"), {&sq, &axes_t}));
+  Tensor eps = Tensor::scalar<float>(epsilon);
+  PG_ASSIGN_OR_RETURN(Tensor ms_eps, binary("Add", ms, eps));
+  PG_ASSIGN_OR_RETURN(Tensor s, evaluate_tensor(make_eval_node("Sqrt"), {&ms_eps}));
+  PG_ASSIGN_OR_RETURN(Tensor n, binary("Div", x, s));
+  PG_ASSIGN_OR_RETURN(Tensor y, binary("Mul", n, ctx.input(1)));
+  ctx.set_output(0, y);
+  return Status::ok();
+}
+
+// ElementwiseChain: the program interpreted element by element, each step with
+// the scalar semantics of the reference kernel of its ONNX op
+// (ops/elementwise_chain.h).
+Status elementwise_chain_kernel(KernelContext& ctx) {
+  PG_ASSIGN_OR_RETURN(std::vector<ChainStep> steps, read_chain_program(ctx.node()));
+  const Tensor& x0 = ctx.input(0);
+  std::vector<const float*> in(ctx.num_inputs());
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != DType::kFloat32 || t.shape() != x0.shape())
+      return ctx.error("input " + std::to_string(i) + " must be float32 shaped like input 0");
+    in[i] = t.data<float>();
+  }
+  Tensor y = Tensor::zeros(DType::kFloat32, x0.shape());
+  float* py = y.data<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    float acc = in[0][i];
+    for (const ChainStep& s : steps) {
+      if (!chain_op_is_binary(s.op)) {
+        acc = chain_unary(s.op, acc, s.p0, s.p1);
+        continue;
+      }
+      const float other = s.operand < 0 ? s.p0 : in[static_cast<size_t>(s.operand)][i];
+      acc = s.swapped ? chain_binary(s.op, other, acc) : chain_binary(s.op, acc, other);
+    }
+    py[i] = acc;
+  }
+  ctx.set_output(0, y);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& r) {
@@ -173,6 +230,8 @@ void register_fused_kernels(KernelRegistry& r) {
         [](KernelContext& c) { return fused_base_kernel(c, "MatMul", 2); });
   r.add(kPeregrineDomain, "Attention", attention_kernel);
   r.add(kPeregrineDomain, "ConvNhwc", conv_nhwc_kernel);
+  r.add(kPeregrineDomain, "RMSNormalization", rms_norm_kernel);
+  r.add(kPeregrineDomain, "ElementwiseChain", elementwise_chain_kernel);
   // Aliases for models whose opset predates the ONNX op: same kernel.
   if (const KernelFn* gelu = r.find(kOnnxDomain, "Gelu")) r.add(kPeregrineDomain, "Gelu", *gelu);
   if (const KernelFn* ln = r.find(kOnnxDomain, "LayerNormalization"))

@@ -7,6 +7,8 @@
 //     dims from axis on; Scale and B must hold exactly one row's worth of values (any shape
 //     that broadcasts to the normalized shape with that count); the optional Mean and
 //     InvStdDev outputs, other dtypes and other broadcasts go to the reference.
+//   RMSNormalization (peregrine domain, from rms_norm_fusion): rows of the dims from axis on,
+//     Scale as for LayerNormalization.
 #include <algorithm>
 #include <string>
 
@@ -130,18 +132,63 @@ class LayerNormKernel : public PreparedKernel {
   const VectorUkernels& uk_;
 };
 
+// Scale / B holding exactly one row's worth of values: numel == cols and
+// broadcastable, so its dims line up with X's trailing dims up to leading ones.
+bool is_one_row(const Tensor& t, const Tensor& x, int64_t axis, int64_t cols) {
+  const int64_t rank = x.rank();
+  if (t.dtype() != DType::kFloat32 || t.numel() != cols || t.rank() > rank - axis) return false;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (t.dim(t.rank() - 1 - i) != x.dim(rank - 1 - i)) return false;
+  return true;
+}
+
+class RmsNormKernel : public PreparedKernel {
+ public:
+  explicit RmsNormKernel(const VectorUkernels& uk) : uk_(uk) {}
+  std::string name() const override { return std::string("cpu/rmsnorm-") + isa_name(uk_.isa); }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::kFloat32) return run_reference(ctx);
+    PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
+    PG_ASSIGN_OR_RETURN(float epsilon, ctx.attrs().get_float("epsilon", 1e-5f));
+    const int64_t rank = x.rank();
+    if (axis < -rank || axis >= rank) return run_reference(ctx);  // reports the error
+    if (axis < 0) axis += rank;
+    int64_t cols = 1;
+    for (int64_t d = axis; d < rank; ++d) cols *= x.dim(d);
+    if (!is_one_row(ctx.input(1), x, axis, cols)) return run_reference(ctx);
+    Tensor& y = ctx.output(0);
+    if (x.numel() == 0) return Status::ok();
+    const int64_t rows = x.numel() / cols;
+    const float* px = x.data<float>();
+    const float* pg = ctx.input(1).data<float>();
+    float* py = y.data<float>();
+    for_each_row(rows, cols, ctx.num_threads(), [&](int64_t r) {
+      uk_.rms_norm_row(px + r * cols, pg, epsilon, py + r * cols, static_cast<size_t>(cols));
+    });
+    return Status::ok();
+  }
+
+ private:
+  const VectorUkernels& uk_;
+};
+
 }  // namespace
 
 bool claims_softmax_layernorm(const ir::Node& node) {
   if (node.op_type == "Softmax") return in_onnx_domain(node);
   if (node.op_type == "LayerNormalization")
     return in_onnx_domain(node) || node.domain == kPeregrineDomain;
+  if (node.op_type == "RMSNormalization") return node.domain == kPeregrineDomain;
   return false;
 }
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_softmax_layernorm(const ir::Node& node) {
   const VectorUkernels& uk = vector_ukernels();
   if (node.op_type == "Softmax") return std::unique_ptr<PreparedKernel>(new SoftmaxKernel(uk));
+  if (node.op_type == "RMSNormalization")
+    return std::unique_ptr<PreparedKernel>(new RmsNormKernel(uk));
   return std::unique_ptr<PreparedKernel>(new LayerNormKernel(uk));
 }
 

@@ -2,7 +2,9 @@
 // ukernels/f32_vector_ukernels.h (chosen from selected_isa() when the kernel is prepared):
 //   kernels/elementwise.cc        Add Sub Mul Div (broadcasting), Relu Sigmoid Tanh Erf Exp Gelu
 //   kernels/softmax_layernorm.cc  Softmax (contiguous rows), LayerNormalization (also the
-//                                 peregrine-domain Gelu / LayerNormalization aliases)
+//                                 peregrine-domain Gelu / LayerNormalization aliases),
+//                                 peregrine.RMSNormalization
+//   kernels/elementwise_chain.cc  peregrine.ElementwiseChain (a fused elementwise program)
 //   kernels/pool.cc               2-D MaxPool / AveragePool, GlobalAveragePool, GlobalMaxPool
 // claims_*() looks only at the node (op, domain, static attributes); at run time a kernel that
 // meets a case it does not handle (another dtype, rank, an Indices output) runs the reference.
@@ -20,14 +22,18 @@ bool claims_softmax_layernorm(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_softmax_layernorm(const ir::Node& node);
 bool claims_pool(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_pool(const ir::Node& node);
+bool claims_elementwise_chain(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_chain(const ir::Node& node);
 
 inline bool claims_vector_op(const ir::Node& node) {
-  return claims_elementwise(node) || claims_softmax_layernorm(node) || claims_pool(node);
+  return claims_elementwise(node) || claims_softmax_layernorm(node) || claims_pool(node) ||
+         claims_elementwise_chain(node);
 }
 
 inline Expected<std::unique_ptr<PreparedKernel>> prepare_vector_op(const ir::Node& node) {
   if (claims_elementwise(node)) return prepare_elementwise(node);
   if (claims_softmax_layernorm(node)) return prepare_softmax_layernorm(node);
+  if (claims_elementwise_chain(node)) return prepare_elementwise_chain(node);
   return prepare_pool(node);
 }
 

@@ -1,5 +1,5 @@
-// Row normalizations, AVX2 + FMA: Softmax and LayerNorm of one contiguous row, 8 floats per
-// step, tails element by element (the softmax tail through a masked vector so every element
+// Row normalizations, AVX2 + FMA: Softmax, LayerNorm and RMSNorm of one contiguous row, 8 floats
+// per step, tails element by element (the softmax tail through a masked vector so every element
 // gets the same exp approximation). Contract: ukernels/f32_vector_ukernels.h.
 #include <immintrin.h>
 
@@ -108,6 +108,30 @@ void f32_layer_norm_row__avx2(const float* x, const float* gamma, const float* b
     _mm256_storeu_ps(y + i, _mm256_fmadd_ps(d, g, b));
   }
   for (; i < n; ++i) y[i] = (x[i] - mean) * (gamma[i] * inv_std) + (beta ? beta[i] : 0.0f);
+}
+
+// Two passes: sum of squares (two accumulators to hide the FMA latency); scale.
+void f32_rms_norm_row__avx2(const float* x, const float* gamma, float eps, float* y, size_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    acc0 = _mm256_fmadd_ps(v0, v0, acc0);
+    acc1 = _mm256_fmadd_ps(v1, v1, acc1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    acc0 = _mm256_fmadd_ps(v, v, acc0);
+  }
+  float sq = horizontal_sum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sq += x[i] * x[i];
+  const float inv_rms = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+  const __m256 vinv = _mm256_set1_ps(inv_rms);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(gamma + i), vinv);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), g));
+  }
+  for (; i < n; ++i) y[i] = x[i] * (gamma[i] * inv_rms);
 }
 
 }  // namespace peregrine::cpu::avx2

@@ -118,6 +118,18 @@ void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float*
     y[i] = (x[i] - mean) * (gamma[i] * inv_std) + (beta ? beta[i] : 0.0f);
 }
 
+// Sum of squares in 4 partial sums (as f32_reduce_sum__scalar), then one scale per element.
+void f32_rms_norm_row__scalar(const float* x, const float* gamma, float eps, float* y, size_t n) {
+  float s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k) s[k] += x[i + k] * x[i + k];
+  for (; i < n; ++i) s[0] += x[i] * x[i];
+  const float ms = ((s[0] + s[1]) + (s[2] + s[3])) / static_cast<float>(n);
+  const float inv_rms = 1.0f / std::sqrt(ms + eps);
+  for (i = 0; i < n; ++i) y[i] = x[i] * (gamma[i] * inv_rms);
+}
+
 void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n) {
   for (size_t j = 0; j < n; ++j) acc[j] = std::max(acc[j], x[j * stride]);
 }
@@ -137,6 +149,7 @@ const VectorUkernels kScalar = {
     scalar::f32_softmax_row__scalar,
     scalar::f32_softmax_columns__scalar,
     scalar::f32_layer_norm_row__scalar,
+    scalar::f32_rms_norm_row__scalar,
     scalar::f32_max_row__scalar,
     scalar::f32_add_row__scalar,
     scalar::f32_reduce_max__scalar,
@@ -150,6 +163,7 @@ const VectorUkernels kAvx2 = {
     avx2::f32_softmax_row__avx2,
     avx2::f32_softmax_columns__avx2,
     avx2::f32_layer_norm_row__avx2,
+    avx2::f32_rms_norm_row__avx2,
     avx2::f32_max_row__avx2,
     avx2::f32_add_row__avx2,
     avx2::f32_reduce_max__avx2,

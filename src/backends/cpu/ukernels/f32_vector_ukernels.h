@@ -45,6 +45,8 @@ using F32SoftmaxColumnsFn = void (*)(const float* x, float* y, size_t len, size_
 // non-null); two passes for the moments (mean, then the centred sum of squares). n >= 1.
 using F32LayerNormRowFn = void (*)(const float* x, const float* gamma, const float* beta, float eps,
                                    float* y, size_t n);
+// RMS norm of one contiguous row: y = x / sqrt(mean(x^2) + eps) * gamma. n >= 1.
+using F32RmsNormRowFn = void (*)(const float* x, const float* gamma, float eps, float* y, size_t n);
 // Pooling rows: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride], j in [0, n).
 // Reads x[0 .. (n - 1) * stride] only.
 using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t n);
@@ -58,6 +60,7 @@ struct VectorUkernels {
   F32SoftmaxRowFn softmax_row;
   F32SoftmaxColumnsFn softmax_columns;
   F32LayerNormRowFn layer_norm_row;
+  F32RmsNormRowFn rms_norm_row;
   F32PoolRowFn max_row;
   F32PoolRowFn add_row;
   F32ReduceFn reduce_max;
@@ -78,6 +81,7 @@ void f32_softmax_row__scalar(const float* x, float* y, size_t n);
 void f32_softmax_columns__scalar(const float* x, float* y, size_t len, size_t stride, size_t width);
 void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float* beta, float eps,
                                 float* y, size_t n);
+void f32_rms_norm_row__scalar(const float* x, const float* gamma, float eps, float* y, size_t n);
 void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n);
 float f32_reduce_max__scalar(const float* x, size_t n);
@@ -92,6 +96,7 @@ void f32_softmax_row__avx2(const float* x, float* y, size_t n);
 void f32_softmax_columns__avx2(const float* x, float* y, size_t len, size_t stride, size_t width);
 void f32_layer_norm_row__avx2(const float* x, const float* gamma, const float* beta, float eps,
                               float* y, size_t n);
+void f32_rms_norm_row__avx2(const float* x, const float* gamma, float eps, float* y, size_t n);
 void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 float f32_reduce_max__avx2(const float* x, size_t n);
