@@ -117,7 +117,7 @@ class ElementwiseChainKernel : public PreparedKernel {
       if (t.dtype() != DType::kFloat32 || t.shape() != x0.shape()) return run_reference(ctx);
       in[i] = t.data<float>();
     }
-    Tensor &y = ctx.output(0);
+    Tensor &y = ctx.output_for_overwrite(0);
     const int64_t n = y.numel();
     if (n == 0) return Status::ok();
     float *py = y.data<float>();

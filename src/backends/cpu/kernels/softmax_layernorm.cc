@@ -51,7 +51,7 @@ class SoftmaxKernel : public PreparedKernel {
     const int64_t rank = x.rank();
     if (axis < -rank || axis >= rank) return run_reference(ctx);  // reports the error
     if (axis < 0) axis += rank;
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (x.numel() == 0) return Status::ok();
     if (!coerce_2d && axis != rank - 1) {
       // (outer, len, inner) blocks, softmax along len; tasks over (block, column chunk).
@@ -115,7 +115,7 @@ class LayerNormKernel : public PreparedKernel {
       return true;
     };
     if (!one_row(scale) || (bias && !one_row(*bias))) return run_reference(ctx);
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (x.numel() == 0) return Status::ok();
     const int64_t rows = x.numel() / cols;
     const float* px = x.data<float>();
@@ -158,7 +158,7 @@ class RmsNormKernel : public PreparedKernel {
     int64_t cols = 1;
     for (int64_t d = axis; d < rank; ++d) cols *= x.dim(d);
     if (!is_one_row(ctx.input(1), x, axis, cols)) return run_reference(ctx);
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (x.numel() == 0) return Status::ok();
     const int64_t rows = x.numel() / cols;
     const float* px = x.data<float>();
