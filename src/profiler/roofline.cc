@@ -9,7 +9,10 @@ namespace peregrine::profiler {
 namespace {
 
 // Below this share of its roof a node is limited by its implementation, not by the roof.
-constexpr double kLowEfficiencyPercent = 25;
+// Below this share of its roof a node is called inefficient; at or above kNearRoofPercent it is
+// near the roof (a tuned kernel reaches 80-90%), in between it has headroom left.
+constexpr double kLowEfficiencyPercent = 50;
+constexpr double kNearRoofPercent = 80;
 
 std::string format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
   char buf[256];
@@ -91,6 +94,7 @@ const char* bound_class_name(BoundClass c) {
 std::string bottleneck_reason(const RooflinePoint& p, const Roofs& roofs) {
   const double ridge = ridge_intensity(roofs);
   const bool low = p.percent_of_bound < kLowEfficiencyPercent;
+  const bool near = p.percent_of_bound >= kNearRoofPercent;
   switch (p.bound_class) {
     case BoundClass::kOverhead:
       return "overhead-bound: " + human_seconds(p.seconds) + " for " +
@@ -102,18 +106,18 @@ std::string bottleneck_reason(const RooflinePoint& p, const Roofs& roofs) {
           p.bytes > 0 ? format("compute-bound (%.3g FLOP/B >= ridge %.3g)", p.intensity, ridge)
                       : std::string("compute-bound (no memory traffic)");
       head += format(" at %.1f%% of %.1f GFLOP/s", p.percent_of_bound, roofs.peak_gflops);
-      return head +
-             (low ? ": the kernel leaves compute unused (vectorize, block for cache, thread)"
-                  : ": near the roof; only fewer FLOPs (another algorithm, lower precision) help");
+      if (low) return head + ": the kernel leaves compute unused (vectorize, block for cache, thread)";
+      if (!near) return head + ": headroom left (packing, edge tiles, epilogue, cache blocking)";
+      return head + ": near the roof; only fewer FLOPs (another algorithm, lower precision) help";
     }
     case BoundClass::kMemory: {
       std::string head = p.flops > 0
                              ? format("memory-bound (%.3g FLOP/B < ridge %.3g)", p.intensity, ridge)
                              : std::string("memory-bound (data movement only)");
       head += format(" at %.1f%% of %.1f GB/s", p.percent_of_bound, roofs.bandwidth_gbps);
-      return head +
-             (low ? ": access pattern or per-element cost limits it, not bandwidth"
-                  : ": near the roof; only less traffic (fusion, in-place, smaller types) helps");
+      if (low) return head + ": access pattern or per-element cost limits it, not bandwidth";
+      if (!near) return head + ": headroom left (prefetching, wider vectors, fewer passes)";
+      return head + ": near the roof; only less traffic (fusion, in-place, smaller types) helps";
     }
   }
   return "";
