@@ -2,7 +2,7 @@
 """Side by side: Peregrine against ONNX Runtime (and OpenVINO where installed).
 
   python3 bench/compare.py MODEL.onnx... [--threads N] [--iterations K] [--rounds R]
-                           [--peregrine PATH] [--seed S] [--json]
+                           [--peregrine PATH] [--seed S] [--memory] [--noise-floor] [--json]
 
 For each model: one set of seeded random inputs is saved as .npy and given to every engine.
 Outputs are compared with ONNX Runtime as the reference:
@@ -24,6 +24,27 @@ medians, so slow drift of the machine hits both engines alike. Peregrine is time
 available the wall time of `peregrine run` is used instead, which includes loading the model and
 writing outputs; the result then says timing "run_wall" and the table marks it with '*'.
 
+--memory: peak resident memory (ru_maxrss, MiB), each engine in its own fresh child process that
+loads the model, runs it K (--iterations) times on the same .npy inputs and exits:
+  engines.peregrine.memory    {peak_rss_mb}: `peregrine bench --json --no-record`, whole process.
+  engines.onnxruntime.memory  {peak_rss_mb, baseline_rss_mb, above_baseline_mb}: a Python child
+               with the session options of class OnnxRuntime; baseline is its peak after importing
+               numpy and onnxruntime, before the session exists. above_baseline_mb is the model's
+               cost to ORT (session, weights, arena); the whole-process peak also counts Python,
+               numpy and the ORT library itself. Python and numpy are no cost of ORT, but a C++ user
+               of ORT would still pay the library's share, so neither number is the C++ figure:
+               it lies between them.
+  memory_ratio_peregrine_ort  peregrine peak / ORT whole-process peak.
+Table columns "pg MiB", "ort MiB" (whole-process peak, above-baseline peak in parentheses) and
+"pg/ort MiB". Needs `peregrine bench`. Children start from a small shell (FRESH_PROCESS), since
+Linux would otherwise hand them this process's peak RSS.
+--noise-floor: ONNX Runtime again with graph optimizations disabled (ORT_DISABLE_ALL), same
+inputs; "ort_self_agreement" is agreement() of unoptimized against optimized ORT (the same
+fields as "agreement"). It shows how far float32 reordering alone moves the outputs: the floor
+against which Peregrine's errors should be read (on the ViT, ORT disagrees with itself by
+1.9e-3 max rel err at |ref| > 1e-3). Table column "ort self rel". It does not change the exit
+status.
+
 Exit status: 0 when every engine ran and all outputs agree, 1 otherwise, 2 for bad arguments.
 """
 
@@ -42,6 +63,12 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REL_ERR_FLOOR = 1e-3
 ORT_WARMUP_S = 0.2
+
+# Prefix that starts a command as a grandchild of a small shell. Linux carries ru_maxrss over
+# fork and exec (a child forked from this Python process, which holds numpy, ORT and a session,
+# starts with this process's peak), so a child's own peak is only its own when it is forked
+# from something small. The trailing `exit` keeps the shell from exec'ing the command directly.
+FRESH_PROCESS = ["/bin/sh", "-c", '"$@"; status=$?; exit $status', "sh"]
 
 ONNX_TO_NUMPY = {
     1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
@@ -165,8 +192,10 @@ class Peregrine:
             args += ["--input", f"{name}={path}"]
         return args + list(rest)
 
-    def _call(self, args):
-        proc = subprocess.run(args, capture_output=True, text=True)
+    def _call(self, args, fresh=False):
+        """fresh: start from a small shell so the reported peak RSS is the child's own."""
+        proc = subprocess.run(FRESH_PROCESS + args if fresh else args, capture_output=True,
+                              text=True)
         if proc.returncode != 0:
             raise EngineError(f"{' '.join(args[:3])}... exited {proc.returncode}: "
                               f"{proc.stderr.strip()[-500:]}")
@@ -197,7 +226,7 @@ class Peregrine:
             self.timing = "bench" if self._bench_available() else "run_wall"
         if self.timing == "bench":
             stdout = self._call(self._cmd("bench", model, "--iterations", str(iterations),
-                                          "--json", *self.bench_extra))
+                                          "--json", *self.bench_extra), fresh=True)
             report = json.loads(stdout[stdout.index("{"):stdout.rindex("}") + 1])
             lat = report["latency_ms"]
             for key in ("create_ms", "first_run_ms", "peak_rss_mb", "throughput_per_s"):
@@ -250,18 +279,24 @@ class InProcessEngine:
                 "create_ms": self.create_ms}
 
 
+def ort_session(model, threads, optimize=True):
+    """The ORT session every measurement uses: CPU, sequential, `threads` intra-op threads."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
+                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
 class OnnxRuntime(InProcessEngine):
     name = "onnxruntime"
 
     def __init__(self, model, threads, inputs):
-        import onnxruntime as ort
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         start = time.perf_counter()
-        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.session = ort_session(model, threads)
         self.create_ms = (time.perf_counter() - start) * 1e3
         self.inputs = inputs
         self.names = [o.name for o in self.session.get_outputs()]
@@ -296,6 +331,59 @@ class OpenVino(InProcessEngine):
     def outputs(self):
         result = self.infer()
         return {name: np.array(value) for name, value in zip(self.names, result.values())}
+
+
+def ort_unoptimized_outputs(model, threads, inputs):
+    session = ort_session(model, threads, optimize=False)
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, inputs)))
+
+
+# --- peak memory, each engine in a fresh child process ----------------------------------------
+
+def _maxrss_mib():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def ort_memory_child(model, threads, iterations, input_files):
+    """Runs in the child: baseline after imports, then session + K runs; prints JSON."""
+    import onnxruntime  # noqa: F401  (part of the baseline, like numpy)
+    baseline = _maxrss_mib()
+    session = ort_session(model, threads)
+    inputs = {name: np.load(path) for name, path in input_files.items()}
+    names = [o.name for o in session.get_outputs()]
+    for _ in range(iterations):
+        session.run(names, inputs)
+    print(json.dumps({"peak_rss_mb": _maxrss_mib(), "baseline_rss_mb": baseline}))
+
+
+def _json_object(stdout):
+    return json.loads(stdout[stdout.index("{"):stdout.rindex("}") + 1])
+
+
+def ort_peak_memory(model, threads, iterations, input_files):
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import compare; "
+            "compare.ort_memory_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), "
+            "json.loads(sys.argv[5]))")
+    proc = subprocess.run(FRESH_PROCESS + [sys.executable, "-c", code,
+                                           os.path.dirname(os.path.abspath(__file__)), model,
+                                           str(threads), str(iterations), json.dumps(input_files)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EngineError(f"ORT memory child exited {proc.returncode}: "
+                          f"{proc.stderr.strip()[-500:]}")
+    result = _json_object(proc.stdout)
+    result["above_baseline_mb"] = result["peak_rss_mb"] - result["baseline_rss_mb"]
+    return result
+
+
+def peregrine_peak_memory(engine, model, iterations):
+    if engine.timing != "bench":  # decided by the timing chunks, which ran first
+        raise EngineError("--memory needs `peregrine bench --json`")
+    report = _json_object(engine._call(engine._cmd("bench", model, "--iterations", str(iterations),
+                                                 "--json", *engine.bench_extra), fresh=True))
+    return {"peak_rss_mb": float(report["peak_rss_mb"])}
 
 
 def openvino_available():
@@ -347,6 +435,13 @@ def compare_model(model, args, use_openvino):
                     key = "agreement" if name == "peregrine" else f"agreement_{name}"
                     record[key] = agreement(outputs[name], reference, args.min_cosine,
                                             args.max_scaled_err)
+            if args.noise_floor:
+                try:
+                    record["ort_self_agreement"] = agreement(
+                        ort_unoptimized_outputs(model, args.threads, inputs), reference,
+                        args.min_cosine, args.max_scaled_err)
+                except Exception as e:
+                    record["errors"]["onnxruntime_unoptimized"] = str(e).strip()[:500]
 
         # Interleaved timing: ABBA rounds so neither engine always runs first.
         chunks = {e.name: [] for e in engines}
@@ -362,10 +457,24 @@ def compare_model(model, args, use_openvino):
         for engine in engines:
             if chunks[engine.name] and engine.name not in record["errors"]:
                 record["engines"][engine.name] = engine.summary(chunks[engine.name])
+
+        if args.memory:  # after timing, one fresh child per engine
+            measure = {"peregrine": lambda e: peregrine_peak_memory(e, model, args.iterations),
+                       "onnxruntime": lambda e: ort_peak_memory(model, args.threads,
+                                                                args.iterations, files)}
+            for engine in engines:
+                if engine.name in measure and engine.name in record["engines"]:
+                    try:
+                        record["engines"][engine.name]["memory"] = measure[engine.name](engine)
+                    except Exception as e:
+                        record["errors"][f"{engine.name}_memory"] = str(e).strip()[:500]
     timed = record["engines"]
     if "peregrine" in timed and "onnxruntime" in timed:
         record["ratio_peregrine_ort"] = timed["peregrine"]["median_ms"] / \
             timed["onnxruntime"]["median_ms"]
+        if "memory" in timed["peregrine"] and "memory" in timed["onnxruntime"]:
+            record["memory_ratio_peregrine_ort"] = timed["peregrine"]["memory"]["peak_rss_mb"] / \
+                timed["onnxruntime"]["memory"]["peak_rss_mb"]
     return record
 
 
@@ -374,10 +483,12 @@ def _fmt(value, spec):
         else format(value, spec)
 
 
-def print_table(results, show_openvino):
+def print_table(results, show_openvino, show_memory=False, show_noise_floor=False):
     headers = ["model", "peregrine ms", "onnxruntime ms"] + (["openvino ms"] if show_openvino
                                                               else []) + \
-        ["pg/ort", "max abs", "max rel", "scaled", "cosine", "agree"]
+        ["pg/ort", "max abs", "max rel", "scaled", "cosine", "agree"] + \
+        (["ort self rel"] if show_noise_floor else []) + \
+        (["pg MiB", "ort MiB", "pg/ort MiB"] if show_memory else [])
     rows = []
     run_wall = False
     for rec in results:
@@ -397,6 +508,16 @@ def print_table(results, show_openvino):
                 _fmt(agree.get("scaled_err"), ".1e"),
                 _fmt(agree.get("cosine"), ".6f"),
                 {True: "yes", False: "NO"}.get(agree.get("agree"), "-")]
+        if show_noise_floor:
+            row.append(_fmt(rec.get("ort_self_agreement", {}).get("max_rel_err"), ".2e"))
+        if show_memory:
+            pg_mem = eng.get("peregrine", {}).get("memory", {})
+            ort_mem = eng.get("onnxruntime", {}).get("memory", {})
+            ort_cell = _fmt(ort_mem.get("peak_rss_mb"), ".1f")
+            if "above_baseline_mb" in ort_mem:
+                ort_cell += f" ({ort_mem['above_baseline_mb']:.1f})"
+            row += [_fmt(pg_mem.get("peak_rss_mb"), ".1f"), ort_cell,
+                    _fmt(rec.get("memory_ratio_peregrine_ort"), ".2f")]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
@@ -407,6 +528,9 @@ def print_table(results, show_openvino):
     if run_wall:
         print("* peregrine bench unavailable: wall time of `peregrine run`, including model "
               "loading and output writing")
+    if show_memory:
+        print("MiB: peak RSS of a fresh process per engine; ort: whole Python process (in "
+              "parentheses: above its peak after imports)")
     for rec in results:
         for engine, message in rec["errors"].items():
             print(f"error: {os.path.basename(rec['model'])}: {engine}: {message}",
@@ -446,6 +570,10 @@ def main(argv=None):
     parser.add_argument("--max-scaled-err", type=float, default=1e-3,
                         help="largest max_abs_err / max|ref| at which outputs agree")
     parser.add_argument("--no-openvino", action="store_true", help="skip OpenVINO even if present")
+    parser.add_argument("--memory", action="store_true",
+                        help="peak RSS of each engine, each in a fresh child process")
+    parser.add_argument("--noise-floor", action="store_true",
+                        help="agreement of ORT with graph optimizations off against ORT optimized")
     parser.add_argument("--json", action="store_true", help="print results as one JSON object")
     args = parser.parse_args(argv)
     if args.threads < 1 or args.iterations < 1 or args.rounds < 1:
@@ -474,7 +602,8 @@ def main(argv=None):
                "onnxruntime_version": onnxruntime.__version__,
                "openvino": use_openvino, "rel_err_floor": REL_ERR_FLOOR,
                "min_cosine": args.min_cosine,
-               "max_scaled_err": args.max_scaled_err, "models": results}
+               "max_scaled_err": args.max_scaled_err, "memory": args.memory,
+               "noise_floor": args.noise_floor, "models": results}
         print(json.dumps(_without_nan(doc), indent=2))
         for rec in results:
             for engine, message in rec["errors"].items():
@@ -482,7 +611,7 @@ def main(argv=None):
     else:
         print(f"threads {args.threads}, {args.rounds} interleaved rounds x {args.iterations} "
               f"iterations, inputs seed {args.seed}")
-        print_table(results, use_openvino)
+        print_table(results, use_openvino, args.memory, args.noise_floor)
     ok = all(not r["errors"] and r.get("agreement", {}).get("agree") for r in results)
     return 0 if ok else 1
 

@@ -7,10 +7,27 @@
 // rate is ports x 8 lanes x 2 flops x GHz. SGEMM: C = A * B, square sizes, B packed per run
 // (BM_Sgemm) or pre-packed like a weight (BM_SgemmPackedB); `threads` is the second argument.
 // Single-thread rates use CPU time, so other load on a shared machine inflates them less.
+//
+// Model shapes (BM_ConvGemmResNet50, BM_LinearGemmBert; arguments M, N, K, threads):
+//   ResNet-50 (models/zoo.py resnet50, 1x3x224x224): every distinct conv GEMM as conv.cc runs
+//     it in NCHW, M = Cout, N = OH * OW, K = Cin * KH * KW, the weight pre-packed as A. B is a
+//     row-major (K, N) matrix packed by the driver on every run: exactly the 1x1 stride-1 case;
+//     for the other convs conv.cc packs B straight from the image (im2col packer), which this
+//     leaves out, so those rows are the GEMM part only. 3x3 stride-1 convs may run as Winograd
+//     in the engine; here they are the im2col GEMM. The label names the layers and their count.
+//   BERT-base encoder (seq 128, hidden 768, FFN 3072): activations (M, K) as A, the weight
+//     pre-packed as B like kernels/matmul.cc: QKV/out projections, FFN up and down.
+// Each at 1 thread (CPU time) and 2 threads (wall time), with GFLOP/s and "%peak": the rate
+// over threads x the single-core FMA peak, which this binary measures once at start-up (the
+// BM_FmaPeakAvx2 loop, best of 7 on the thread's CPU clock; see single_core_peak_gflops).
+// No %peak without AVX2.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <ctime>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
@@ -54,6 +71,39 @@ void BM_FmaPeakAvx2(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_FmaPeakAvx2);
+
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The BM_FmaPeakAvx2 rate, measured once per process: the fastest of 7 runs (about 8 ms each)
+// on this thread's CPU clock, so time lost to other processes does not lower it. 0 without AVX2.
+double single_core_peak_gflops() {
+  static const double peak = [] {
+    if (!peregrine::cpu::isa_supported(peregrine::cpu::Isa::kAvx2)) return 0.0;
+    const int64_t iters = int64_t{1} << 22;
+    double best = 1e30;
+    for (int rep = 0; rep < 7; ++rep) {
+      const double start = thread_cpu_seconds();
+      benchmark::DoNotOptimize(fma_peak_loop(iters));
+      best = std::min(best, thread_cpu_seconds() - start);
+    }
+    return static_cast<double>(iters) * 12 * 8 * 2 * 1e-9 / best;
+  }();
+  return peak;
+}
+
+// GFLOP/s and %peak counters of a GEMM of `flops` per iteration (rates divide by the time).
+void set_gemm_counters(benchmark::State& state, double flops, int threads) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double peak = single_core_peak_gflops();
+  if (peak > 0)
+    state.counters["%peak"] = benchmark::Counter(100.0 * flops * 1e-9 / (peak * threads),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
 
 // The micro-kernel alone on L1-resident panels (kc = 256): its ceiling without packing or
 // cache misses.
@@ -109,6 +159,96 @@ BENCHMARK(BM_Sgemm)->Apply(one_thread);
 BENCHMARK(BM_Sgemm)->Apply(two_threads);
 BENCHMARK(BM_SgemmPackedB)->Apply(one_thread);
 BENCHMARK(BM_SgemmPackedB)->Apply(two_threads);
+
+// One GEMM of a model: layers that share the shape, and the shape.
+struct ModelGemm {
+  const char* layers;
+  int64_t m, n, k;
+};
+
+// models/zoo.py resnet50: the 53 convs reduce to these 20 GEMM shapes (M=Cout, N=OH*OW,
+// K=Cin*KH*KW); "xN" counts the layers of a shape.
+constexpr ModelGemm kResNet50Convs[] = {
+    {"conv1 7x7/2", 64, 12544, 147},
+    {"layer1.0.conv1 1x1", 64, 3136, 64},
+    {"layer1.*.conv2 3x3 x3", 64, 3136, 576},
+    {"layer1.*.conv3+downsample 1x1 x4", 256, 3136, 64},
+    {"layer1.1-2.conv1 1x1 x2", 64, 3136, 256},
+    {"layer2.0.conv1 1x1", 128, 3136, 256},
+    {"layer2.*.conv2 3x3 (one /2) x4", 128, 784, 1152},
+    {"layer2.*.conv3 1x1 x4", 512, 784, 128},
+    {"layer2.0.downsample 1x1/2", 512, 784, 256},
+    {"layer2.1-3.conv1 1x1 x3", 128, 784, 512},
+    {"layer3.0.conv1 1x1", 256, 784, 512},
+    {"layer3.*.conv2 3x3 (one /2) x6", 256, 196, 2304},
+    {"layer3.*.conv3 1x1 x6", 1024, 196, 256},
+    {"layer3.0.downsample 1x1/2", 1024, 196, 512},
+    {"layer3.1-5.conv1 1x1 x5", 256, 196, 1024},
+    {"layer4.0.conv1 1x1", 512, 196, 1024},
+    {"layer4.*.conv2 3x3 (one /2) x3", 512, 49, 4608},
+    {"layer4.*.conv3 1x1 x3", 2048, 49, 512},
+    {"layer4.0.downsample 1x1/2", 2048, 49, 1024},
+    {"layer4.1-2.conv1 1x1 x2", 512, 49, 2048},
+};
+
+// BERT-base encoder layer, seq 128: activations (128, K) times a (K, N) weight.
+constexpr ModelGemm kBertLinears[] = {
+    {"QKV/out projection x4", 128, 768, 768},
+    {"FFN up", 128, 3072, 768},
+    {"FFN down", 128, 768, 3072},
+};
+
+template <size_t kCount>
+std::string layers_of(const ModelGemm (&table)[kCount], int64_t m, int64_t n, int64_t k) {
+  for (const ModelGemm& g : table)
+    if (g.m == m && g.n == n && g.k == k) return g.layers;
+  return "?";
+}
+
+// Conv as GEMM: weight (M, K) pre-packed as A, the (K, N) im2col matrix as a plain B.
+void BM_ConvGemmResNet50(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const auto& kernel = f32_gemm_kernel();
+  std::vector<float> w(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  const PackedMatrix packed_w = PackedMatrix::pack_a(kernel, {w.data(), k, 1}, m, k);
+  for (auto _ : state) {
+    f32_gemm(kernel, m, n, k, GemmOperand::of(packed_w), GemmOperand::of(b.data(), n, 1), c.data(),
+             n, 1.0f, 0.0f, {}, threads);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(layers_of(kResNet50Convs, m, n, k) + " " + kernel.name);
+  set_gemm_counters(state, 2.0 * m * n * k, threads);
+}
+
+// Linear layer: activations (M, K) as a plain A, weight (K, N) pre-packed as B.
+void BM_LinearGemmBert(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const auto& kernel = f32_gemm_kernel();
+  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), c(m * n);
+  const PackedMatrix packed_w = PackedMatrix::pack_b(kernel, {w.data(), n, 1}, k, n);
+  for (auto _ : state) {
+    f32_gemm(kernel, m, n, k, GemmOperand::of(a.data(), k, 1), GemmOperand::of(packed_w), c.data(),
+             n, 1.0f, 0.0f, {}, threads);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(layers_of(kBertLinears, m, n, k) + " " + kernel.name);
+  set_gemm_counters(state, 2.0 * m * n * k, threads);
+}
+
+template <size_t kCount>
+void model_shapes(benchmark::internal::Benchmark* b, const ModelGemm (&table)[kCount],
+                  int threads) {
+  b->ArgNames({"M", "N", "K", "threads"});
+  for (const ModelGemm& g : table) b->Args({g.m, g.n, g.k, threads});
+  b->Unit(benchmark::kMillisecond);
+  if (threads > 1) b->UseRealTime();  // the pool's workers are not in this thread's CPU time
+}
+BENCHMARK(BM_ConvGemmResNet50)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
+BENCHMARK(BM_ConvGemmResNet50)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 2); });
+BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 1); });
+BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 
 }  // namespace
 

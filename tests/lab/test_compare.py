@@ -26,12 +26,12 @@ ENGINE_FIELDS = ("median_ms", "min_ms", "chunk_medians_ms", "timing")
 AGREEMENT_FIELDS = ("max_abs_err", "max_rel_err", "scaled_err", "cosine", "agree", "outputs")
 
 
-def run_compare(peregrine, models, *extra):
+def run_compare(peregrine, models, *extra, as_json=True):
     proc = subprocess.run([sys.executable, COMPARE, *models, "--peregrine", peregrine,
-                           "--iterations", "2", "--rounds", "2", "--json", *extra],
-                          capture_output=True, text=True)
+                           "--iterations", "2", "--rounds", "2", *extra] +
+                          (["--json"] if as_json else []), capture_output=True, text=True)
     assert proc.returncode == 0, f"compare.py exited {proc.returncode}:\n{proc.stderr}"
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout) if as_json else proc.stdout
 
 
 def check_record(rec):
@@ -45,6 +45,44 @@ def check_record(rec):
     assert rec["agreement"]["cosine"] > 0.9999, rec["agreement"]
     assert rec["agreement"]["agree"] is True
     assert rec["ratio_peregrine_ort"] > 0
+
+
+def check_memory(rec):
+    pg = rec["engines"]["peregrine"]["memory"]
+    ort = rec["engines"]["onnxruntime"]["memory"]
+    assert pg["peak_rss_mb"] > 0, pg
+    assert ort["baseline_rss_mb"] > 0 and ort["peak_rss_mb"] >= ort["baseline_rss_mb"], ort
+    assert abs(ort["above_baseline_mb"] - (ort["peak_rss_mb"] - ort["baseline_rss_mb"])) < 1e-9
+    ratio = pg["peak_rss_mb"] / ort["peak_rss_mb"]
+    assert abs(rec["memory_ratio_peregrine_ort"] - ratio) < 1e-9, rec
+
+
+def check_noise_floor(rec):
+    floor = rec["ort_self_agreement"]
+    for field in AGREEMENT_FIELDS:
+        assert field in floor, field
+    # Unoptimized ORT computes the same function: it must agree with optimized ORT, and
+    # reordering alone moves a 5-node float32 model's outputs far less than 1e-3.
+    assert floor["agree"] is True, floor
+    assert 0 <= floor["max_rel_err"] < 1e-3 and 0 <= floor["scaled_err"] < 1e-4, floor
+
+
+def test_peak_memory_is_the_childs_own(tiny, peregrine, tmp):
+    """Linux carries ru_maxrss over fork + exec: a child forked straight from a big parent
+    reports the parent's peak. Make this process big and check both children stay small."""
+    ballast = np.ones(256 * 1024 * 1024 // 8)  # 256 MiB, written so it is resident
+    inputs = compare.make_inputs(tiny, seed=0)
+    files = {}
+    for i, (name, value) in enumerate(inputs.items()):
+        files[name] = os.path.join(tmp, f"mem_input_{i}.npy")
+        np.save(files[name], value)
+    engine = compare.Peregrine(peregrine, 1, files)
+    engine.timing = "bench" if engine._bench_available() else "run_wall"
+    pg = compare.peregrine_peak_memory(engine, tiny, 2)
+    ort = compare.ort_peak_memory(tiny, 1, 2, files)
+    assert 0 < pg["peak_rss_mb"] < 128, pg  # tiny model: well below the ballast
+    assert 0 < ort["baseline_rss_mb"] <= ort["peak_rss_mb"] < 200, ort
+    assert ballast.sum() > 0
 
 
 def test_zoo_tiny(tmp):
@@ -158,6 +196,20 @@ def main():
         for rec in doc["models"]:
             check_record(rec)
         assert doc["models"][1]["inputs"]["input_ids"]["dtype"] == "int64"
+        assert "memory" not in doc["models"][0]["engines"]["peregrine"]
+        assert "ort_self_agreement" not in doc["models"][0]
+
+        # --memory and --noise-floor on the tiny model: fields exist and are sane.
+        doc = run_compare(peregrine, [tiny], "--memory", "--noise-floor")
+        assert doc["memory"] is True and doc["noise_floor"] is True
+        check_record(doc["models"][0])
+        check_memory(doc["models"][0])
+        check_noise_floor(doc["models"][0])
+        table = run_compare(peregrine, [tiny], "--memory", "--noise-floor", as_json=False)
+        header = table.splitlines()[1]
+        for column in ("ort self rel", "pg MiB", "ort MiB", "pg/ort MiB"):
+            assert column in header, (column, header)
+        test_peak_memory_is_the_childs_own(tiny, peregrine, tmp)
 
         # The `peregrine bench --json` path, with a stub report.
         stubbed = run_compare(make_bench_stub(tmp, peregrine), [tiny], "--threads", "2")
@@ -166,6 +218,9 @@ def main():
         pg = rec["engines"]["peregrine"]
         assert pg["timing"] == "bench" and pg["median_ms"] == 2.5 and pg["create_ms"] == 1.5, pg
         assert pg["chunk_medians_ms"] == [2.5, 2.5]
+        # --memory takes Peregrine's peak from the `bench --json` report.
+        stubbed = run_compare(make_bench_stub(tmp, peregrine), [tiny], "--memory")
+        assert stubbed["models"][0]["engines"]["peregrine"]["memory"] == {"peak_rss_mb": 10.0}
     print("test_compare: ok")
     return 0
 
