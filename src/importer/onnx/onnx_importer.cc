@@ -245,6 +245,10 @@ Status Importer::convert_graph(const onnx::GraphProto& gp, const std::map<std::s
     if (v.initializer) return invalid_model("initializer '" + tp.name() + "' is defined twice");
     v.type = ir::ValueType::tensor(t->dtype(), t->shape());
     v.initializer = std::move(t).value();
+    // The payload now lives in the tensor; free the proto's copy at once so that peak memory
+    // holds one copy of the weights, not two. The ModelProto belongs to this import (never a
+    // const object) and nothing reads the payload again.
+    std::string().swap(*const_cast<onnx::TensorProto&>(tp).mutable_raw_data());
   }
   if (gp.sparse_initializer_size())
     return unsupported("graph '" + gp.name() + "': sparse initializers are not supported");
@@ -271,10 +275,12 @@ Status Importer::convert_graph(const onnx::GraphProto& gp, const std::map<std::s
 
 }  // namespace
 
-Expected<ir::Model> parse_onnx_model(const std::string& bytes, const std::string& model_dir,
-                                     const std::string& display_name, const ImportLimits& limits) {
-  onnx::ModelProto mp;
-  PG_RETURN_IF_ERROR(parse_limited(bytes, limits.max_proto_nesting, display_name, &mp));
+namespace {
+
+// Converts a parsed model; frees each initializer's payload as it is copied (see convert_graph).
+Expected<ir::Model> import_model_proto(onnx::ModelProto& mp, const std::string& model_dir,
+                                       const std::string& display_name,
+                                       const ImportLimits& limits) {
   if (!mp.has_graph()) return invalid_model(display_name + ": the model has no graph");
   std::map<std::string, int> opsets;
   for (const auto& op : mp.opset_import()) {
@@ -305,12 +311,24 @@ Expected<ir::Model> parse_onnx_model(const std::string& bytes, const std::string
   return model;
 }
 
+}  // namespace
+
+Expected<ir::Model> parse_onnx_model(const std::string& bytes, const std::string& model_dir,
+                                     const std::string& display_name, const ImportLimits& limits) {
+  onnx::ModelProto mp;
+  PG_RETURN_IF_ERROR(parse_limited(bytes, limits.max_proto_nesting, display_name, &mp));
+  return import_model_proto(mp, model_dir, display_name, limits);
+}
+
 Expected<ir::Model> load_onnx_model(const std::string& path, const ImportLimits& limits) {
   std::string bytes;
   PG_RETURN_IF_ERROR(read_file_limited(path, limits.max_file_bytes, &bytes));
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  return parse_onnx_model(bytes, dir, path, limits);
+  onnx::ModelProto mp;
+  PG_RETURN_IF_ERROR(parse_limited(bytes, limits.max_proto_nesting, path, &mp));
+  std::string().swap(bytes);  // the file's bytes are not needed once parsed: free them first
+  return import_model_proto(mp, dir, path, limits);
 }
 
 namespace {
