@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -249,6 +250,38 @@ TEST(F32Gemm, ThreadCounts) {
                          GemmCase{150, 70, 40, false, false, true, true, 1, 0,
                                   GemmEpilogue::Bias::kPerRow, Activation::kRelu}})
         check_gemm(kernel, c, threads);
+}
+
+// B written by the caller at packed_b_offset (GemmOperand::prepacked) is laid out exactly as
+// PackedMatrix::pack_b and gives the same C, bit for bit, over several K blocks (small KC), N
+// not a multiple of NR and 1 / 3 threads.
+TEST(F32Gemm, PrepackedBMatchesPackedMatrix) {
+  for (const GemmKernelInfo& kernel : kernels_with_small_blocks())
+    for (int64_t n : {int64_t{1}, int64_t{kernel.nr} - 1, int64_t{2 * kernel.nr + 3}})
+      for (int64_t k : {int64_t{1}, int64_t{13}}) {
+        const int64_t m = 11;
+        SCOPED_TRACE(std::string(kernel.name) + " kc=" + std::to_string(kernel.kc) +
+                     " n=" + std::to_string(n) + " k=" + std::to_string(k));
+        std::vector<float> a = random_floats(size_t(m * k), 1), b = random_floats(size_t(k * n), 2);
+        const PackedMatrix pb = PackedMatrix::pack_b(kernel, MatrixView{b.data(), n, 1}, k, n);
+        const int64_t size = packed_b_floats(kernel, k, n);
+        std::unique_ptr<float, void (*)(void*)> panels(
+            static_cast<float*>(std::aligned_alloc(64, size_t((size * 4 + 63) / 64 * 64))),
+            std::free);
+        std::fill(panels.get(), panels.get() + size, 0.0f);
+        for (int64_t p = 0; p < k; ++p)
+          for (int64_t j = 0; j < n; ++j)
+            panels.get()[packed_b_offset(kernel, k, n, p, j)] = b[size_t(p * n + j)];
+        ASSERT_TRUE(std::equal(panels.get(), panels.get() + size, pb.panel(0, 0)));
+        for (int threads : {1, 3}) {
+          std::vector<float> want(size_t(m * n)), got(size_t(m * n));
+          f32_gemm(kernel, m, n, k, GemmOperand::of(a.data(), k, 1), GemmOperand::of(pb),
+                   want.data(), n, 1, 0, {}, threads);
+          f32_gemm(kernel, m, n, k, GemmOperand::of(a.data(), k, 1),
+                   GemmOperand::prepacked(panels.get()), got.data(), n, 1, 0, {}, threads);
+          EXPECT_EQ(want, got);
+        }
+      }
 }
 
 // Results do not depend on the thread count (each element is summed in the same order).

@@ -219,8 +219,9 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
                        ? nullptr
                        : scratch.a.get(static_cast<size_t>(
                              round_up(std::min<int64_t>(kernel.mc, m_end - m_begin), mr) * kc_max));
-    float* b_buf =
-        b.packed ? nullptr : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
+    float* b_buf = b.packed || b.prepacked_b
+                       ? nullptr
+                       : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
     for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {  // pc loop
       const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
       // B panels (kc, NR) for columns j0 : j0 + ncur, shared by every ic block below.
@@ -229,6 +230,9 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       if (b.packed) {
         b_panels = b.packed->panel(j0 / nr, p0);
         b_stride = b.packed->panel_stride(p0);
+      } else if (b.prepacked_b) {
+        b_stride = kc * nr;
+        b_panels = b.prepacked_b + p0 * round_up(n, nr) + (j0 / nr) * b_stride;
       } else {
         b_stride = kc * nr;
         if (b.packer)

@@ -124,16 +124,39 @@ class BPanelPacker {
                     float* dst) const = 0;
 };
 
-// A GEMM operand: a strided view, a matrix packed for the same kernel, or (B only) a packer.
+// B (k, n) already in caller memory in exactly PackedMatrix::pack_b's layout for `kernel`
+// (producers that can write panels directly, e.g. Winograd's input transform): per K block of
+// KC rows, ceil(n / NR) panels of (kc, NR); columns past n are read but only feed C columns the
+// driver discards. 64-byte aligned base. These give its size and the offset of B(p, j).
+inline int64_t packed_b_floats(const GemmKernelInfo& kernel, int64_t k, int64_t n) {
+  return (n + kernel.nr - 1) / kernel.nr * kernel.nr * k;
+}
+inline int64_t packed_b_offset(const GemmKernelInfo& kernel, int64_t k, int64_t n, int64_t p,
+                               int64_t j) {
+  const int64_t p0 = p / kernel.kc * kernel.kc, kc = std::min<int64_t>(kernel.kc, k - p0);
+  return p0 * ((n + kernel.nr - 1) / kernel.nr * kernel.nr) + (j / kernel.nr) * kc * kernel.nr +
+         (p - p0) * kernel.nr + j % kernel.nr;
+}
+
+// A GEMM operand: a strided view, a matrix packed for the same kernel, (B only) a packer, or
+// (B only) panels already packed in caller memory (see packed_b_offset).
 struct GemmOperand {
   MatrixView view;
   const PackedMatrix* packed = nullptr;
   const BPanelPacker* packer = nullptr;
+  const float* prepacked_b = nullptr;
   static GemmOperand of(const float* data, int64_t rs, int64_t cs) {
-    return GemmOperand{MatrixView{data, rs, cs}, nullptr, nullptr};
+    return GemmOperand{MatrixView{data, rs, cs}, nullptr, nullptr, nullptr};
   }
-  static GemmOperand of(const PackedMatrix& p) { return GemmOperand{MatrixView{}, &p, nullptr}; }
-  static GemmOperand of(const BPanelPacker& p) { return GemmOperand{MatrixView{}, nullptr, &p}; }
+  static GemmOperand of(const PackedMatrix& p) {
+    return GemmOperand{MatrixView{}, &p, nullptr, nullptr};
+  }
+  static GemmOperand of(const BPanelPacker& p) {
+    return GemmOperand{MatrixView{}, nullptr, &p, nullptr};
+  }
+  static GemmOperand prepacked(const float* panels) {
+    return GemmOperand{MatrixView{}, nullptr, nullptr, panels};
+  }
 };
 
 // C = epilogue(alpha * A * B + beta * C) for A (m, k), B (k, n), C (m, n) with row stride ldc,

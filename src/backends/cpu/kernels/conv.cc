@@ -1,18 +1,26 @@
 // CPU kernel of Conv (float32, 2-D, NCHW, any stride / pad / dilation / group).
-//   depthwise (group == C_in, one input channel per group): direct_depthwise, a direct loop
-//     per output plane, the valid output column range precomputed per kernel tap.
+//   depthwise (group == C_in, one input channel per group): the row-buffered micro-kernels
+//     (kernels/conv_depthwise_chw.h) with the epilogue fused per row; shapes outside their
+//     contract (stride_w > 2, kernels above 16) use direct_depthwise, a direct loop per output
+//     plane, the valid output column range precomputed per kernel tap.
 //   1x1, stride 1, no padding: a GEMM per (image, group) on the input planes as they are:
 //     Y_g(Cout_g, HW) = W_g(Cout_g, Cin_g) * X_g(Cin_g, HW).
 //   otherwise: the same GEMM with K = Cin_g * KH * KW, its B the im2col matrix packed on the
 //     fly into the GEMM's panels (Im2colPacker), never written out whole.
+//   3x3, stride 1, dilation 1, group 1, constant weights, pads <= 2: Winograd F(4x4, 3x3)
+//     (kernels/conv_winograd_f4x3.h) where use_winograd_f4x3() or PEREGRINE_CONV_ALGO says so.
 // Weights (constant) are packed once per group as the GEMM's A; the bias is the epilogue's
 // per-row bias.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_scratch.h"
+#include "backends/cpu/kernels/conv_depthwise_chw.h"
+#include "backends/cpu/kernels/conv_winograd_f4x3.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
 
@@ -85,7 +93,9 @@ class Im2colPacker : public BPanelPacker {
           const int64_t iw0 = run.ow * s_.stride_w - s_.pad_l + kj * s_.dil_w;
           const int64_t iw_last = iw0 + (run.len - 1) * s_.stride_w;
           if (iw0 >= 0 && iw_last < s_.in_w) {
-            if (s_.stride_w == 1) {
+            if (s_.stride_w == 1 && run.len == 16) {
+              std::memcpy(o, in_row + iw0, 16 * sizeof(float));  // constant size: inlined
+            } else if (s_.stride_w == 1) {
               std::copy(in_row + iw0, in_row + iw0 + run.len, o);
             } else {
               for (int64_t j = 0; j < run.len; ++j) o[j] = in_row[iw0 + j * s_.stride_w];
@@ -147,8 +157,13 @@ void direct_depthwise(const float* x, const float* w, const float* bias, float* 
 class ConvKernel : public PreparedKernel {
  public:
   ConvKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* constant_w,
-             const FusedEpilogue& fused)
-      : gemm_(gemm), fused_(fused), group_(group) {
+             const FusedEpilogue& fused, ConvAlgoChoice algo)
+      : gemm_(gemm), fused_(fused), group_(group), algo_(algo) {
+    // The Winograd weights (4x the 3x3 weights) are built on the first run that chooses
+    // Winograd, so layers the rule leaves on im2col never hold them.
+    if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
+        constant_w->dim(3) == 3 && algo != ConvAlgoChoice::kIm2col)
+      winograd_weights_ = *constant_w;
     if (constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0) {
       const int64_t out_c = constant_w->dim(0), out_c_group = out_c / group;
       const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
@@ -162,7 +177,9 @@ class ConvKernel : public PreparedKernel {
     }
   }
 
-  std::string name() const override { return std::string("cpu/conv-") + gemm_.name; }
+  std::string name() const override {  // the algorithm of the last run
+    return std::string(last_run_winograd_ ? "cpu/conv-winograd_f4x3-" : "cpu/conv-") + gemm_.name;
+  }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -180,7 +197,7 @@ class ConvKernel : public PreparedKernel {
                   w.dim(0),       g.output[0],    g.output[1],     w.dim(2),
                   w.dim(3),       group_,         g.strides[0],    g.strides[1],
                   g.dilations[0], g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
-    Tensor& y = ctx.output(0);
+    Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
     const float* px = x.data<float>();
     const float* pw = w.data<float>();
@@ -192,6 +209,14 @@ class ConvKernel : public PreparedKernel {
     if (broadcast_z) return run_reference(ctx);
     const float* pz = z ? z->data<float>() : nullptr;  // (N, Cout, OH, OW) like y
     if (group_ > 1 && group_ == s.in_c && w.dim(1) == 1) {
+      const DwConv2dGeometry dg{s.in_h,     s.in_w,     s.out_h, s.out_w, s.kh,    s.kw,
+                                s.stride_h, s.stride_w, s.dil_h, s.dil_w, s.pad_t, s.pad_l};
+      if (depthwise_chw_supported(dg)) {  // row-buffered kernel, epilogue fused per row
+        depthwise_chw(f32_dwconv2d_chw_ukernel(),
+                      DepthwiseChwArgs{px, pw, pb, pz, py, s.batch, s.in_c, s.out_c, dg}, fused_,
+                      gemm_.epilogue, threads);
+        return Status::ok();
+      }
       direct_depthwise(px, pw, pb, py, s, threads);
       if (pz || fused_.activation != Activation::kNone) {
         // Residual and activation over the whole output, one row per plane.
@@ -205,6 +230,24 @@ class ConvKernel : public PreparedKernel {
         };
         cpu_thread_pool().parallel_for(planes, threads, task);
       }
+      return Status::ok();
+    }
+    const WinogradConvShape ws{s.batch,  s.in_c,  s.in_h,  s.in_w, s.out_c,
+                               s.out_h, s.out_w, s.pad_t, s.pad_l};
+    last_run_winograd_ =
+        winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 && s.stride_w == 1 &&
+        s.dil_h == 1 && s.dil_w == 1 && s.kh == 3 && s.kw == 3 &&
+        winograd_weights_.dim(0) == s.out_c && winograd_weights_.dim(1) == s.in_c &&
+        std::max({s.pad_t, s.pad_l, g.pads_end[0], g.pads_end[1]}) <= 2 &&
+        (algo_ == ConvAlgoChoice::kWinograd || use_winograd_f4x3(ws));
+    if (last_run_winograd_) {
+      if (!winograd_)
+        winograd_ = std::make_unique<WinogradF4x3Conv>(gemm_, winograd_f4x3_ukernels(),
+                                                       winograd_weights_.data<float>(), s.out_c,
+                                                       s.in_c);
+      GemmEpilogue ep = activation_epilogue(fused_);
+      ep.residual = pz;
+      winograd_->run(px, ws, pb, ep, py, threads);
       return Status::ok();
     }
     const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
@@ -246,6 +289,10 @@ class ConvKernel : public PreparedKernel {
   FusedEpilogue fused_;
   int64_t group_;
   std::vector<PackedMatrix> packed_w_;  // one (Cout_g, Cin_g * KH * KW) A per group
+  ConvAlgoChoice algo_;
+  Tensor winograd_weights_;                     // 3x3 group-1 constant weights, unless im2col
+  std::unique_ptr<WinogradF4x3Conv> winograd_;  // built from them on first use
+  std::atomic<bool> last_run_winograd_{false};
 };
 
 }  // namespace
@@ -257,8 +304,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
   PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor* w = constants.size() > 1 ? constants[1] : nullptr;
+  PG_ASSIGN_OR_RETURN(ConvAlgoChoice algo, conv_algo_from_env());
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w, fused));
+      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w, fused, algo));
 }
 
 }  // namespace peregrine::cpu

@@ -1,0 +1,132 @@
+// 3x3 stride-1 convolutions of the zoo models through the CPU backend (one-node Conv graph, the
+// executor's kernel path), im2col + GEMM against Winograd F(4x4, 3x3), in GFLOP/s counted as a
+// direct convolution's 2 * Cout * Cin * 9 * OH * OW (so the two paths compare by time).
+//
+//   build/bin/peregrine_conv_bench --benchmark_filter='ResNet50' --benchmark_repetitions=3
+//
+// Names: <model>/<layer>_<Cin>to<Cout>_<H>x<W>/<algo>/threads:<t>; batch 1, pads 1, bias.
+// Shapes: ResNet-50 (1x3x224x224) conv2 of layer1..4 (the stride-1 blocks); YOLOv8s-style
+// (640x640) C2f bottleneck convs and the detect heads' 3x3 convs. MobileNetV2 has no case: its
+// 3x3 convs are depthwise or stride 2, which the Winograd path does not take.
+// The algorithm is forced with PEREGRINE_CONV_ALGO at prepare time. Single-thread rates use
+// CPU time; 2-thread ones real time.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/reference/reference_backend.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+#include "runtime/type_inference.h"
+
+namespace {
+
+using namespace peregrine;
+
+struct ConvShape {
+  const char *model;
+  const char *layer;
+  int64_t in_c, out_c, h, w;
+};
+
+const ConvShape kShapes[] = {
+    {"ResNet50", "layer1", 64, 64, 56, 56},      {"ResNet50", "layer2", 128, 128, 28, 28},
+    {"ResNet50", "layer3", 256, 256, 14, 14},    {"ResNet50", "layer4", 512, 512, 7, 7},
+    {"YOLO", "model.2.m", 32, 32, 160, 160},     {"YOLO", "model.4.m", 64, 64, 80, 80},
+    {"YOLO", "model.6.m", 128, 128, 40, 40},     {"YOLO", "model.8.m", 256, 256, 20, 20},
+    {"YOLO", "head.p3.cv2.0", 128, 64, 80, 80},  {"YOLO", "head.p3.cv3", 128, 128, 80, 80},
+    {"YOLO", "head.p4.cv2.0", 256, 64, 40, 40},  {"YOLO", "head.p4.cv3.0", 256, 128, 40, 40},
+    {"YOLO", "head.p5.cv2.0", 512, 64, 20, 20},  {"YOLO", "head.p5.cv3.0", 512, 128, 20, 20},
+    {"YOLO", "head.p5.cv3.1", 128, 128, 20, 20},
+};
+
+Tensor random_tensor(const Shape &shape, uint32_t seed) {
+  Tensor t = Tensor::zeros(DType::kFloat32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+// Conv(X, W, B) with pads 1, W and B initializers.
+ir::Graph conv_graph(const ConvShape &s) {
+  ir::Graph graph;
+  graph.opsets[""] = 17;
+  auto node = std::make_unique<ir::Node>();
+  node->op_type = "Conv";
+  node->opset = 17;
+  node->name = "conv";
+  node->inputs = {"X", "W", "B"};
+  node->outputs = {"Y"};
+  graph.value("X").type = ir::ValueType::tensor(DType::kFloat32, {1, s.in_c, s.h, s.w});
+  graph.inputs.push_back("X");
+  ir::Value &w = graph.value("W");
+  w.initializer = random_tensor({s.out_c, s.in_c, 3, 3}, 2);
+  w.type = ir::ValueType::tensor(DType::kFloat32, w.initializer->shape());
+  ir::Value &b = graph.value("B");
+  b.initializer = random_tensor({s.out_c}, 3);
+  b.type = ir::ValueType::tensor(DType::kFloat32, b.initializer->shape());
+  ir::Attribute pads;
+  pads.name = "pads";
+  pads.type = ir::Attribute::Type::kInts;
+  pads.ints = {1, 1, 1, 1};
+  node->attributes["pads"] = pads;
+  graph.value("Y");
+  graph.outputs = {"Y"};
+  graph.nodes.push_back(std::move(node));
+  return graph;
+}
+
+void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, int threads) {
+  setenv("PEREGRINE_CONV_ALGO", algo, 1);
+  ir::Graph graph = conv_graph(s);
+  auto inferred = infer_graph_types(graph);
+  auto ex = GraphExecutor::create(graph, {&cpu_backend(), &reference_backend()}, threads);
+  unsetenv("PEREGRINE_CONV_ALGO");
+  if (!inferred.is_ok() || !ex.is_ok()) {
+    state.SkipWithError("graph setup failed");
+    return;
+  }
+  std::map<std::string, RuntimeValue> feeds;
+  feeds["X"] = RuntimeValue::of(random_tensor({1, s.in_c, s.h, s.w}, 1));
+  std::vector<NodeTiming> timings;
+  for (auto _ : state) {
+    timings.clear();
+    auto out = ex.value()->run(feeds, nullptr, &timings);
+    if (!out.is_ok()) {
+      state.SkipWithError(out.status().message().c_str());
+      return;
+    }
+  }
+  if (!timings.empty()) state.SetLabel(timings[0].kernel);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(s.out_c * s.in_c * 9 * s.h * s.w) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  for (const ConvShape &s : kShapes)
+    for (const char *algo : {"im2col", "winograd"})
+      for (int threads : {1, 2}) {
+        const std::string name = std::string(s.model) + "/" + s.layer + "_" +
+                                 std::to_string(s.in_c) + "to" + std::to_string(s.out_c) + "_" +
+                                 std::to_string(s.h) + "x" + std::to_string(s.w) + "/" + algo +
+                                 "/threads:" + std::to_string(threads);
+        auto *b = benchmark::RegisterBenchmark(name.c_str(), BM_Conv, s, algo, threads);
+        b->Unit(benchmark::kMillisecond);
+        if (threads > 1) b->UseRealTime();
+      }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,70 @@
+// Winograd F(4x4, 3x3) convolution, float32 NCHW, group 1, 3x3, stride 1, dilation 1:
+// each 4x4 output tile costs 36 multiplies per (Cin, Cout) pair instead of 144 (direct / im2col).
+//
+//   prepare: U_xi = (G g G^T)_xi for every (Cout, Cin) filter, in double, as 36 (Cout, Cin)
+//            matrices each packed once as a GEMM A operand (4x the weights' memory).
+//   run:     tile rows (image n, tile row tr) in blocks (V + M about L2-sized, but enough
+//            tiles to amortize streaming U); blocks spread over the threads when there are
+//            enough, else the threads share each block's stages. Per block:
+//              input transform  V_xi(Cin, tiles) = (B^T d B)_xi  (tasks: channel x tile row)
+//                               written straight in the GEMM's packed-B panels (no re-pack)
+//              36 GEMMs         M_xi(Cout, tiles) = U_xi V_xi    (tasks: xi, one thread each)
+//              output transform y = A^T M A + bias, then the GEMM epilogue (residual,
+//                               activation) on the tile row's valid rows (tasks: Cout x tile row)
+//            Edge tiles read zeros past the input (padding) and write only their valid part.
+// Accuracy (points 0, +-1, +-2, infinity), measured in tests/unit/cpu_conv_winograd_test.cc:
+// max |error| / sum |terms| of the dot product 2e-6..4e-6 on 56x56x64 layers, at most 1.2e-5.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/ukernels/f32_winograd_ukernels.h"
+#include "core/status.h"
+
+namespace peregrine::cpu {
+
+// The geometry the Winograd path sees (pads beyond the input read zeros).
+struct WinogradConvShape {
+  int64_t batch = 0, in_c = 0, in_h = 0, in_w = 0;
+  int64_t out_c = 0, out_h = 0, out_w = 0;
+  int64_t pad_t = 0, pad_l = 0;
+};
+
+// Which algorithm a stride-1 3x3 Conv uses: PEREGRINE_CONV_ALGO=im2col|winograd
+// forces one; unset (or "auto") means use_winograd_f4x3()'s rule.
+enum class ConvAlgoChoice { kAuto, kIm2col, kWinograd };
+// Reads PEREGRINE_CONV_ALGO now (not cached, so tests can switch it); an
+// unknown value is an error.
+Expected<ConvAlgoChoice> conv_algo_from_env();
+
+// The measured rule: true where the Winograd path beat im2col + GEMM in
+// bench/kernels/conv_bench.cc (see the comment at its definition).
+bool use_winograd_f4x3(const WinogradConvShape &s);
+
+class WinogradF4x3Conv {
+ public:
+  // w: (Cout, Cin, 3, 3) row-major. The GEMM and transform tables must outlive
+  // this object.
+  WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
+                   int64_t out_c, int64_t in_c);
+
+  int64_t out_c() const { return out_c_; }
+  int64_t in_c() const { return in_c_; }
+
+  // y(N, Cout, OH, OW) = act(conv(x) + bias + residual): x (N, Cin, H, W); bias
+  // (Cout) or nullptr; ep: the activation and residual (ep.residual of y's
+  // layout, or nullptr; its bias fields are ignored). Runs on up to `threads`
+  // threads of cpu_thread_pool().
+  void run(const float *x, const WinogradConvShape &s, const float *bias, const GemmEpilogue &ep,
+           float *y, int threads) const;
+
+ private:
+  const GemmKernelInfo &gemm_;
+  const WinogradUkernels &transforms_;
+  int64_t out_c_, in_c_;
+  std::vector<PackedMatrix> u_;  // 36 packed (Cout, Cin) A operands, xi = 6 * row + column
+};
+
+}  // namespace peregrine::cpu

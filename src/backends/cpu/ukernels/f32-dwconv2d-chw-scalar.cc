@@ -1,0 +1,59 @@
+// Depthwise 2-D conv on one NCHW plane, scalar (contract and algorithm:
+// ukernels/f32_dwconv2d_ukernels.h). The output row is the accumulator: bias (+ residual), then one
+// pass per tap over the row, then the clamp; each pass is a plain loop the compiler may vectorize
+// at the baseline width. Also the per-ISA table.
+#include <algorithm>
+
+#include "backends/cpu/ukernels/f32_dwconv2d_chw_impl.h"
+
+namespace peregrine::cpu {
+
+namespace scalar {
+
+void f32_dwconv2d_chw__scalar(const DwConv2dGeometry &g, const DwConv2dPlane &p, float *scratch) {
+  const int64_t ow_n = g.out_w;
+  auto fill_row = [&](const DwConv2dRowLayout &l, const float *in_row, float *dst) {
+    dwconv2d_fill_row_scalar(l, g.stride_w, g.pad_l, in_row, dst);
+  };
+  auto compute_row = [&](const float *const *rows, const int64_t *col_off, const float *res,
+                         float *out) {
+    for (int64_t ow = 0; ow < ow_n; ++ow) out[ow] = p.bias;
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const float w = p.weights[ki * g.kw + kj];
+        const float *__restrict r = rows[ki] + col_off[kj];
+        float *__restrict o = out;
+        for (int64_t ow = 0; ow < ow_n; ++ow) o[ow] += w * r[ow];
+      }
+    if (res)
+      for (int64_t ow = 0; ow < ow_n; ++ow) out[ow] += res[ow];
+    for (int64_t ow = 0; ow < ow_n; ++ow)
+      out[ow] = std::min(std::max(out[ow], p.out_min), p.out_max);
+  };
+  dwconv2d_chw_plane(g, p, scratch, fill_row, compute_row);
+}
+
+}  // namespace scalar
+
+namespace {
+
+const DwConv2dUkernelInfo kKernels[] = {
+    {Isa::kScalar, "f32_dwconv2d_chw__scalar", scalar::f32_dwconv2d_chw__scalar},
+    {Isa::kAvx2, "f32_dwconv2d_chw__avx2", avx2::f32_dwconv2d_chw__avx2},
+};
+
+}  // namespace
+
+const DwConv2dUkernelInfo *f32_dwconv2d_chw_ukernel_for(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  return isa == Isa::kScalar ? &kKernels[0] : &kKernels[1];  // AVX-512 runs the AVX2 kernel
+}
+
+const DwConv2dUkernelInfo &f32_dwconv2d_chw_ukernel() {
+  const Expected<Isa> &isa = selected_isa();
+  const DwConv2dUkernelInfo *k =
+      f32_dwconv2d_chw_ukernel_for(isa.is_ok() ? isa.value() : cpu_features().best_isa());
+  return k ? *k : kKernels[0];
+}
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,110 @@
+// f32 depthwise 2-D convolution on one NCHW plane (one input channel -> one output channel), one
+// kernel per ISA level, each in its ISA's namespace:
+//   scalar (ukernels/f32-dwconv2d-chw-scalar.cc): plain loops.
+//   avx2   (ukernels/f32-dwconv2d-chw-avx2.cc): 8 output columns per vector, 3x3 unrolled with
+//          the weights in registers, any other KH x KW through a tap loop.
+//
+// Algorithm (row-buffered, memory-bound by design): each input row the plane needs is copied once
+// into a small per-thread scratch row, zero-padded left and right and split into stride_w phases
+// (phase p holds padded columns p, p + s, p + 2s, ...), so tap kj of output column ow is element ow
+// + (kj * dil_w) / s of phase (kj * dil_w) % s: every tap of every output vector is one contiguous
+// load, with no edge test in the inner loop. A padded input row above or below the plane is a
+// shared zero row. Small planes are copied whole before the first output row (so the vector loads
+// never wait on the copy's stores still in flight: a load spanning two recent stores cannot be
+// forwarded); larger ones keep KH tagged row slots, so with stride_h <= KH every input row is still
+// copied once per plane. Each output row is produced whole in registers: bias, then the residual
+// row, then the clamp [out_min, out_max] (Relu, Clip), and then an optional row epilogue (the other
+// activations) while the row is still in L1; the output is written exactly once and never read
+// back.
+//
+// Contract: any plane sizes >= 1, KH, KW >= 1, stride_h >= 1, stride_w in {1, 2}, dilations >= 1,
+// pads >= 0 (pads_end are implied by out_h / out_w). The output row and residual row are only
+// touched in [0, out_w); input is only read inside the plane. `scratch` holds at least
+// f32_dwconv2d_chw_scratch_floats(g) floats, 32-byte aligned, and is private to the caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/gemm/f32_gemm.h"
+
+namespace peregrine::cpu {
+
+struct DwConv2dGeometry {
+  int64_t in_h, in_w;    // input plane
+  int64_t out_h, out_w;  // output plane
+  int64_t kh, kw;
+  int64_t stride_h, stride_w;  // stride_w: 1 or 2
+  int64_t dil_h, dil_w;
+  int64_t pad_t, pad_l;
+};
+
+// One plane's operands.
+struct DwConv2dPlane {
+  const float *input;      // (in_h, in_w), contiguous
+  const float *weights;    // (kh, kw), contiguous
+  float bias;              // added to every output
+  const float *residual;   // (out_h, out_w) contiguous, added after the bias; or nullptr
+  float *output;           // (out_h, out_w), contiguous
+  float out_min, out_max;  // clamp applied after the residual (-inf, +inf: none)
+  // Applied to each finished output row (as a 1 x out_w tile at (0, 0)) after the clamp, while it
+  // is hot; nullptr: none. Used for the activations that are not a clamp.
+  F32GemmEpilogueFn row_epilogue;
+  const GemmEpilogue *row_epilogue_params;
+};
+
+// Output columns each scratch row is sized for: out_w rounded up to the widest vector (8).
+inline int64_t dwconv2d_chw_padded_out_w(const DwConv2dGeometry &g) {
+  return (g.out_w + 7) / 8 * 8;
+}
+// Elements of one phase of a scratch row the kernels fill (zeros or input): every tap of the padded
+// output columns, rounded up to 8.
+inline int64_t dwconv2d_chw_phase_valid(const DwConv2dGeometry &g) {
+  const int64_t n = dwconv2d_chw_padded_out_w(g) + (g.kw - 1) * g.dil_w / g.stride_w + 1;
+  return (n + 7) / 8 * 8;
+}
+// Distance between phases: the valid part plus one vector of slack, so a fill may store whole
+// vectors past the valid part.
+inline int64_t dwconv2d_chw_phase_floats(const DwConv2dGeometry &g) {
+  return dwconv2d_chw_phase_valid(g) + 8;
+}
+// Planes whose scratch rows all fit in this many floats (24 KiB, within L1) are copied whole before
+// the first output row; larger ones go through a ring of KH rows.
+constexpr int64_t kDwConv2dWholePlaneFloats = 6 * 1024;
+// Scratch rows the kernels keep, plus one zero row: every input row (whole-plane mode) or KH.
+inline int64_t dwconv2d_chw_scratch_rows(const DwConv2dGeometry &g) {
+  const int64_t slot = g.stride_w * dwconv2d_chw_phase_floats(g);
+  return (g.in_h + 1) * slot <= kDwConv2dWholePlaneFloats ? g.in_h : g.kh;
+}
+inline bool dwconv2d_chw_whole_plane(const DwConv2dGeometry &g) {
+  return dwconv2d_chw_scratch_rows(g) == g.in_h;
+}
+// Scratch floats the kernels need: the scratch rows and the zero row, stride_w phases each.
+inline int64_t f32_dwconv2d_chw_scratch_floats(const DwConv2dGeometry &g) {
+  return (dwconv2d_chw_scratch_rows(g) + 1) * g.stride_w * dwconv2d_chw_phase_floats(g);
+}
+
+using F32DwConv2dChwFn = void (*)(const DwConv2dGeometry &g, const DwConv2dPlane &p,
+                                  float *scratch);
+
+struct DwConv2dUkernelInfo {
+  Isa isa;
+  const char *name;  // "f32_dwconv2d_chw__avx2"
+  F32DwConv2dChwFn plane;
+};
+
+// The kernel for `isa` (AVX-512 machines use the AVX2 one), or nullptr when this CPU cannot run it.
+const DwConv2dUkernelInfo *f32_dwconv2d_chw_ukernel_for(Isa isa);
+// The kernel for selected_isa() (the best level when PEREGRINE_ISA is invalid).
+const DwConv2dUkernelInfo &f32_dwconv2d_chw_ukernel();
+
+namespace scalar {
+void f32_dwconv2d_chw__scalar(const DwConv2dGeometry &g, const DwConv2dPlane &p, float *scratch);
+}  // namespace scalar
+
+namespace avx2 {
+void f32_dwconv2d_chw__avx2(const DwConv2dGeometry &g, const DwConv2dPlane &p, float *scratch);
+}  // namespace avx2
+
+}  // namespace peregrine::cpu
