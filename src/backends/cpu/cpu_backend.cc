@@ -32,7 +32,8 @@ bool CpuBackend::supports(const ir::Node& node) const {
     return node.op_type == "FusedMatMul" || node.op_type == "FusedGemm" ||
            node.op_type == "FusedConv";
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
-  return node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv";
+  return node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv" ||
+         node.op_type == "ConvTranspose";
 }
 
 Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare(
@@ -67,6 +68,7 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
     return cpu::prepare_gemm(node, constants, fused);
   if (node.op_type == "Conv" || node.op_type == "FusedConv")
     return cpu::prepare_conv(node, constants, fused);
+  if (node.op_type == "ConvTranspose") return cpu::prepare_conv_transpose(node, constants);
   return unsupported(node.describe() + ": the cpu backend has no kernel for this op");
 }
 

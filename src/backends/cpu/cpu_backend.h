@@ -1,8 +1,8 @@
-// The optimized CPU backend: claims the nodes it runs fast (float32 MatMul, Gemm and 2-D
-// Conv, and their fused forms peregrine.FusedMatMul / FusedGemm / FusedConv, whose activation
-// and residual Z become the GEMM epilogue); every other op falls back to the reference backend.
-// Kernels for a dtype or rank they do not handle delegate to the reference kernel of the same op at
-// run time.
+// The optimized CPU backend: claims the nodes it runs fast (float32 MatMul, Gemm, 2-D Conv
+// and ConvTranspose, and their fused forms peregrine.FusedMatMul / FusedGemm / FusedConv, whose
+// activation and residual Z become the GEMM epilogue); every other op falls back to the reference
+// backend. Kernels for a dtype or rank they do not handle delegate to the reference kernel of the
+// same op at run time.
 #pragma once
 
 #include <memory>
@@ -58,6 +58,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
 Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
                                                        const std::vector<const Tensor*>& constants,
                                                        const FusedEpilogue& fused);
+// ConvTranspose (kernels/conv_transpose.cc): GEMM + col2im; constant W packed once.
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv_transpose(
+    const ir::Node& node, const std::vector<const Tensor*>& constants);
 // peregrine.ConvNhwc (kernels/conv_nhwc.cc): X, Z and Y in NHWC; constant W packed once.
 Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nhwc(
     const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused);

@@ -1,9 +1,11 @@
 // CPU kernels of MatMul and Gemm (float32) on the f32_gemm driver. Constant B operands
 // (weights) are packed once at prepare time; anything else is packed per run by the driver.
+// With a packed B and M <= kGemvMaxM rows, the small-M path (gemm/f32_gemv.h) reads B once.
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/gemm/f32_gemv.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/reference/kernel_helpers.h"
 #include "ops/matmul_util.h"
@@ -71,6 +73,11 @@ class MatMulKernel : public PreparedKernel {
     const int threads = ctx.num_threads();
     if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n) {
       const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M
+      if (k > 0 && f32_gemv_applies(gemm_, rows, *packed_b_)) {  // small M: B read once, no packing
+        f32_gemv(gemm_, rows, n, k, a.data<float>(), k, *packed_b_, po, n, 1.0f, 0.0f,
+                 with_residual(ep, pz), threads);
+        return Status::ok();
+      }
       f32_gemm(gemm_, k == 0 ? out.numel() / n : rows, n, k, GemmOperand::of(a.data<float>(), k, 1),
                GemmOperand::of(*packed_b_), po, n, 1.0f, 0.0f, with_residual(ep, pz), threads);
       return Status::ok();
@@ -176,6 +183,11 @@ class GemmKernel : public PreparedKernel {
     const GemmOperand op_b =
         use_packed ? GemmOperand::of(*packed_b_)
                    : GemmOperand::of(b.data<float>(), trans_b_ ? 1 : n, trans_b_ ? k : 1);
+    if (use_packed && !trans_a_ && k > 0 && f32_gemv_applies(gemm_, m, *packed_b_)) {
+      f32_gemv(gemm_, m, n, k, a.data<float>(), k, *packed_b_, po, n, alpha_, beta, ep,
+               ctx.num_threads());
+      return Status::ok();
+    }
     f32_gemm(gemm_, m, n, k, op_a, op_b, po, n, alpha_, beta, ep, ctx.num_threads());
     return Status::ok();
   }
