@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "backends/cpu/gemm/epilogue_impl.h"
@@ -30,11 +31,12 @@ void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, s
 // fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block.
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
-     f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024},
+     scalar::f32_gemm_fused_ukernel_4x8__scalar, f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024},
     {Isa::kAvx2, "f32_gemm_ukernel_6x16__avx2", avx2::f32_gemm_ukernel_6x16__avx2,
-     avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144, 2048},
+     avx2::f32_gemm_fused_ukernel_6x16__avx2, avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144,
+     2048},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
-     avx512::f32_gemm_epilogue__avx512, 14, 32, 256, 140, 2048},
+     nullptr, avx512::f32_gemm_epilogue__avx512, 14, 32, 256, 140, 2048},
 };
 
 constexpr size_t kAlign = 64;
@@ -107,6 +109,32 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
       for (int64_t j = cols; j < nr; ++j) out[j] = 0.0f;
     }
   }
+}
+
+// The part of `ep` a fused micro-kernel can apply (bias, residual, and an activation that is a
+// clamp), for the tile at (row0, col0); false when the activation needs the full epilogue.
+bool tile_epilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, F32GemmTileEpilogue* t) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  switch (ep.activation) {
+    case Activation::kNone:
+      t->lo = -kInf, t->hi = kInf;
+      break;
+    case Activation::kRelu:
+      t->lo = 0.0f, t->hi = kInf;
+      break;
+    case Activation::kClip:
+      t->lo = ep.act_alpha, t->hi = ep.act_beta;
+      break;
+    default:
+      return false;
+  }
+  if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) t->bias_row = ep.bias + row0;
+  if (ep.bias_kind == GemmEpilogue::Bias::kPerColumn) t->bias_col = ep.bias + col0;
+  if (ep.residual) {
+    t->residual = ep.residual + row0 * ep.ldr + col0;
+    t->ldr = static_cast<size_t>(ep.ldr);
+  }
+  return true;
 }
 
 // Requests the cache lines of a (rows, cols) tile with row stride ld.
@@ -243,6 +271,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       }
       const float beta_block = p0 == 0 ? beta : 1.0f;
       const bool last = p0 + kc == k;
+      // On the last K block full tiles take the epilogue in registers when the ISA can.
+      const bool fuse_epilogue = last && !ep.empty() && kernel.fused_ukernel != nullptr;
       for (int64_t i0 = m_begin; i0 < m_end; i0 += kernel.mc) {  // ic loop
         const int64_t mcur = std::min<int64_t>(kernel.mc, m_end - i0);
         // A panels (kc, MR) for rows i0 : i0 + mcur.
@@ -270,9 +300,17 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
             if (last && ep.residual)
               prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols,
                             false);
+            bool epilogue_done = false;
             if (nrows == mr && ncols == nr) {
-              kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
-                             beta_block);
+              F32GemmTileEpilogue tile_ep;
+              if (fuse_epilogue && tile_epilogue(ep, i0 + ir, j0 + jr, &tile_ep)) {
+                kernel.fused_ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
+                                     alpha, beta_block, tile_ep);
+                epilogue_done = true;
+              } else {
+                kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
+                               alpha, beta_block);
+              }
             } else {
               // Edge: the full tile goes to scratch, the valid part is merged into C.
               float* tile = scratch.tile;
@@ -288,7 +326,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
                 }
               }
             }
-            if (last && !ep.empty())
+            if (last && !ep.empty() && !epilogue_done)
               kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
                               static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
                               static_cast<size_t>(j0 + jr), ep);

@@ -60,6 +60,7 @@ struct GemmKernelInfo {
   Isa isa;
   const char* name;  // "f32_gemm_ukernel_6x16__avx2"
   F32GemmUkernelFn ukernel;
+  F32GemmFusedUkernelFn fused_ukernel;  // min/max-type epilogues in registers; may be nullptr
   F32GemmEpilogueFn epilogue;
   int mr, nr;  // register tile
   int kc;      // K block: one A and one B micro-panel stay in L1

@@ -8,8 +8,13 @@
 
 namespace peregrine::cpu::avx2 {
 
-void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c, size_t ldc,
-                                 float alpha, float beta) {
+namespace {
+
+// The kernel body; kFused adds the tile epilogue (ukernels/f32_gemm_ukernels.h) before the store.
+template <bool kFused>
+inline __attribute__((always_inline)) void gemm_6x16(size_t kc, const float* a, const float* b,
+                                                     float* c, size_t ldc, float alpha, float beta,
+                                                     const F32GemmTileEpilogue* ep) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -49,6 +54,42 @@ void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, floa
   }
   const __m256 va = _mm256_set1_ps(alpha);
   __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  if constexpr (kFused) {
+    const __m256 vb = _mm256_set1_ps(beta);
+    const __m256 lo = _mm256_set1_ps(ep->lo), hi = _mm256_set1_ps(ep->hi);
+    __m256 col0 = _mm256_setzero_ps(), col1 = _mm256_setzero_ps();
+    if (ep->bias_col) {
+      col0 = _mm256_loadu_ps(ep->bias_col);
+      col1 = _mm256_loadu_ps(ep->bias_col + 8);
+    }
+    for (int i = 0; i < 6; ++i) {
+      float* row = c + i * ldc;
+      __m256 v0 = _mm256_mul_ps(va, acc[i][0]), v1 = _mm256_mul_ps(va, acc[i][1]);
+      if (beta != 0.0f) {
+        v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row), v0);
+        v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), v1);
+      }
+      __m256 add0 = col0, add1 = col1;
+      if (ep->bias_row) {
+        const __m256 br = _mm256_broadcast_ss(ep->bias_row + i);
+        add0 = _mm256_add_ps(add0, br);
+        add1 = _mm256_add_ps(add1, br);
+      }
+      v0 = _mm256_add_ps(v0, add0);
+      v1 = _mm256_add_ps(v1, add1);
+      if (ep->residual) {
+        const float* r = ep->residual + i * ep->ldr;
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(r));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(r + 8));
+      }
+      // max/min return their second operand when either is NaN: v last keeps NaN.
+      v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0));
+      v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
+      _mm256_storeu_ps(row, v0);
+      _mm256_storeu_ps(row + 8, v1);
+    }
+    return;
+  }
   if (beta == 0.0f) {
     for (int i = 0; i < 6; ++i) {
       _mm256_storeu_ps(c + i * ldc, _mm256_mul_ps(va, acc[i][0]));
@@ -64,6 +105,19 @@ void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, floa
                        _mm256_fmadd_ps(vb, _mm256_loadu_ps(row + 8), _mm256_mul_ps(va, acc[i][1])));
     }
   }
+}
+
+}  // namespace
+
+void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                 float alpha, float beta) {
+  gemm_6x16<false>(kc, a, b, c, ldc, alpha, beta, nullptr);
+}
+
+void f32_gemm_fused_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c,
+                                       size_t ldc, float alpha, float beta,
+                                       const F32GemmTileEpilogue& ep) {
+  gemm_6x16<true>(kc, a, b, c, ldc, alpha, beta, &ep);
 }
 
 }  // namespace peregrine::cpu::avx2

@@ -18,14 +18,36 @@ namespace peregrine::cpu {
 using F32GemmUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                   float alpha, float beta);
 
+// The epilogue a fused micro-kernel applies to its tile in registers before the one store
+// (instead of a second pass over the stored tile):
+//   v = alpha * acc + beta * C;  v += bias_row[i] + bias_col[j] + residual(i, j);
+//   C = min(max(v, lo), hi)   (NaN stays NaN)
+// Pointers address this tile's rows / columns; nullptr leaves the term out.
+struct F32GemmTileEpilogue {
+  const float* bias_row = nullptr;  // MR values
+  const float* bias_col = nullptr;  // NR values
+  const float* residual = nullptr;  // (MR, NR), row stride ldr
+  size_t ldr = 0;
+  float lo = 0.0f, hi = 0.0f;
+};
+using F32GemmFusedUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c,
+                                       size_t ldc, float alpha, float beta,
+                                       const F32GemmTileEpilogue& ep);
+
 namespace scalar {
 void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                   float alpha, float beta);
+void f32_gemm_fused_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c,
+                                        size_t ldc, float alpha, float beta,
+                                        const F32GemmTileEpilogue& ep);
 }  // namespace scalar
 
 namespace avx2 {
 void f32_gemm_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                  float alpha, float beta);
+void f32_gemm_fused_ukernel_6x16__avx2(size_t kc, const float* a, const float* b, float* c,
+                                       size_t ldc, float alpha, float beta,
+                                       const F32GemmTileEpilogue& ep);
 }  // namespace avx2
 
 namespace avx512 {
