@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
@@ -37,6 +38,7 @@ float* conv_scratch_floats(size_t count) {
     std::free(buffer.data);
     buffer.data =
         static_cast<float*>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
+    if (buffer.data == nullptr) throw std::bad_alloc();
     buffer.capacity = count;
   }
   return buffer.data;

@@ -1,9 +1,8 @@
 #include "backends/cpu/kernels/conv_depthwise_chw.h"
 
-#include <cstdlib>
 #include <limits>
-#include <new>
 
+#include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace peregrine::cpu {
@@ -12,24 +11,6 @@ namespace {
 
 constexpr int64_t kMaxKernel = 16;              // ukernels' tag / offset arrays
 constexpr int64_t kMaxScratchFloats = 1 << 20;  // 4 MiB per thread: wider rows use the loop
-
-// A per-thread scratch that only grows (64-byte aligned).
-float *thread_scratch(size_t count) {
-  struct Buffer {
-    float *data = nullptr;
-    size_t capacity = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
-  if (count > buffer.capacity) {
-    std::free(buffer.data);
-    buffer.data =
-        static_cast<float *>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
-    if (buffer.data == nullptr) throw std::bad_alloc();
-    buffer.capacity = count;
-  }
-  return buffer.data;
-}
 
 }  // namespace
 
@@ -70,7 +51,7 @@ void depthwise_chw(const DwConv2dUkernelInfo &kernel, const DepthwiseChwArgs &a,
     p.out_max = hi;
     p.row_epilogue = row_activation ? epilogue : nullptr;
     p.row_epilogue_params = &row_ep;
-    kernel.plane(g, p, thread_scratch(scratch_floats));
+    kernel.plane(g, p, conv_scratch_floats(scratch_floats));
   };
   cpu_thread_pool().parallel_for(a.batch * a.out_c, threads, plane_task);
 }

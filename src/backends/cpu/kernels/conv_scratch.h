@@ -1,4 +1,5 @@
-// Scratch memory shared by the im2col convolution kernels (NCHW and NHWC).
+// Scratch memory shared by the convolution kernels (NHWC im2col, depthwise rows, ConvTranspose
+// columns): one per-thread buffer, since no two of them are live in one thread at once.
 #pragma once
 
 #include <cstddef>

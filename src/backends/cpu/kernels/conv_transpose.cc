@@ -8,13 +8,12 @@
 // add up). y starts as the bias; col2im runs over output channels on the thread pool (each
 // channel's rows land in its own plane, so no two threads write the same element).
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
 
@@ -23,23 +22,6 @@ namespace peregrine::cpu {
 namespace {
 
 constexpr int64_t kColFloats = int64_t{1} << 20;  // col buffer bound (4 MiB)
-
-float *col_scratch(size_t count) {
-  struct Buffer {
-    float *data = nullptr;
-    size_t capacity = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
-  if (count > buffer.capacity) {
-    std::free(buffer.data);
-    buffer.data =
-        static_cast<float *>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
-    if (buffer.data == nullptr) throw std::bad_alloc();
-    buffer.capacity = count;
-  }
-  return buffer.data;
-}
 
 struct ConvTransposeShape {
   int64_t in_h, in_w, out_h, out_w, kh, kw;
@@ -122,7 +104,7 @@ class ConvTransposeKernel : public PreparedKernel {
                             packed_w_[0].rows() == rows && packed_w_[0].cols() == c_g;
     const int64_t chunk_rows =
         std::clamp<int64_t>(kColFloats / std::max<int64_t>(1, rows * s.in_w), 1, s.in_h);
-    float *col = col_scratch(static_cast<size_t>(rows * chunk_rows * s.in_w));  // (rows, cols)
+    float *col = conv_scratch_floats(static_cast<size_t>(rows * chunk_rows * s.in_w));  // (rows, cols)
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float *x_group = px + (n * x.dim(1) + grp * c_g) * in_plane;  // (C_g, H * W)
