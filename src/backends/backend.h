@@ -124,6 +124,10 @@ class PreparedKernel {
   virtual ~PreparedKernel() = default;
   virtual Status run(KernelContext& ctx) = 0;
   virtual std::string name() const = 0;  // "reference", "cpu/gemm-avx512", ... for profiles
+  // False when the kernel computes from its own packed copy of constant input `input` and
+  // never reads that input's data at run time (a fallback restores the data itself); the
+  // executor may then free the original. Its dtype and shape stay readable.
+  virtual bool reads_constant_data(size_t input) const { return true; }
 };
 
 class Backend {

@@ -56,10 +56,29 @@ GraphExecutor::~GraphExecutor() { std::free(arena_); }
 Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& graph,
                                                                std::vector<const Backend*> backends,
                                                                int num_threads,
-                                                               bool plan_memory) {
+                                                               bool plan_memory,
+                                                               ir::Graph* free_packed_weights) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
   const SchemaRegistry& schemas = SchemaRegistry::global();
+  // Per initializer: readers not yet prepared, and whether all prepared ones packed it.
+  std::map<std::string, std::pair<int, bool>> weight_readers;
+  if (free_packed_weights) {
+    for (const auto& node : graph.nodes)
+      if (!subgraphs_of(*node).empty()) free_packed_weights = nullptr;
+  }
+  if (free_packed_weights) {
+    for (const auto& node : graph.nodes)
+      for (const auto& in : node->inputs) {
+        const ir::Value* v = in.empty() ? nullptr : graph.find_value(in);
+        if (v && v->initializer) {
+          auto& [left, packed] = weight_readers.try_emplace(in, 0, true).first->second;
+          ++left;
+        }
+      }
+    for (const auto& name : graph.outputs) weight_readers.erase(name);
+    for (const auto& name : graph.inputs) weight_readers.erase(name);
+  }
   for (const auto& node : graph.nodes) {
     if (!schemas.find(node->domain, node->op_type))
       return unsupported(node->describe() + ": op '" + node->op_type + "'" +
@@ -85,6 +104,16 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
       break;
     }
     if (!kernel) return unsupported(node->describe() + ": no backend implements this op");
+    for (size_t j = 0; j < node->inputs.size(); ++j) {
+      auto it = weight_readers.find(node->inputs[j]);
+      if (it == weight_readers.end()) continue;
+      auto& [left, packed] = it->second;
+      packed = packed && !kernel->reads_constant_data(j);
+      if (--left == 0 && packed) {  // every reader holds its own copy: free the original
+        std::optional<Tensor>& w = free_packed_weights->values.at(it->first).initializer;
+        w = Tensor::view(w->dtype(), w->shape(), nullptr);
+      }
+    }
     ex->kernels_.push_back(std::move(kernel));
     // Subgraphs are planned now too, so an unsupported op anywhere fails at load time.
     for (const ir::Graph* sg : subgraphs_of(*node)) {

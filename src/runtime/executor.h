@@ -46,10 +46,16 @@ class GraphExecutor {
   // Prepares a kernel for every node (backends tried in order, reference last). With
   // `plan_memory`, plans an arena for the static intermediates (only for graphs whose inputs
   // are checked against their declared types: the session's top-level graph).
+  // `free_packed_weights`: the same graph, writable; each initializer that every kernel reading
+  // it has packed a copy of (PreparedKernel::reads_constant_data) loses its data there as soon
+  // as its last reader is prepared, keeping dtype and shape, so peak memory holds one copy of
+  // the weights. Not done for a graph output, nor in a graph with subgraphs (their bodies may
+  // read an initializer by name).
   static Expected<std::unique_ptr<GraphExecutor>> create(const ir::Graph& graph,
                                                          std::vector<const Backend*> backends,
                                                          int num_threads,
-                                                         bool plan_memory = false);
+                                                         bool plan_memory = false,
+                                                         ir::Graph* free_packed_weights = nullptr);
   ~GraphExecutor();
 
   // `inputs` holds the graph inputs by name; returns the graph outputs in order.

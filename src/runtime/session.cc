@@ -74,8 +74,10 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
   PG_RETURN_IF_ERROR(infer_graph_types(g).status());
   PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
   PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
+  // Weights the kernels hold packed are freed as they are packed (values keep dtype and shape:
+  // inspect still counts them), so peak memory holds one copy of them.
   PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,
-                                                          options.memory_plan));
+                                                          options.memory_plan, &g));
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
   for (const auto& n : g.outputs) s->outputs_.push_back(io_info(g, n));
   return s;

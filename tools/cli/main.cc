@@ -1,6 +1,8 @@
 // peregrine: the command-line front end. One file per subcommand.
 #include <cstdio>
 #include <cstring>
+
+#include <malloc.h>
 #include <string>
 
 #include "cli_common.h"
@@ -24,6 +26,11 @@ const char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Weights are freed as they are packed; glibc would otherwise raise its mmap threshold to
+  // the size of the first large block freed and serve later weight-sized blocks from the heap,
+  // whose freed middle never goes back to the system. A fixed threshold keeps every block of
+  // 1 MiB or more in its own mapping, returned on free.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

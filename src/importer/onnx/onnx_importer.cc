@@ -1,8 +1,11 @@
 #include "importer/onnx/onnx_importer.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -33,16 +36,42 @@ Status read_file_limited(const std::string& path, int64_t limit, std::string* ou
   return Status::ok();
 }
 
+// Parses `raw` into `m` with the nesting limit; `what` names the source in errors.
 template <typename Message>
-Status parse_limited(const std::string& bytes, int nesting, const std::string& what, Message* m) {
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
-  google::protobuf::io::CodedInputStream coded(&raw);
+Status parse_stream(google::protobuf::io::ZeroCopyInputStream* raw, int nesting,
+                    const std::string& what, Message* m) {
+  google::protobuf::io::CodedInputStream coded(raw);
   coded.SetRecursionLimit(nesting);
   coded.SetTotalBytesLimit(INT_MAX);
   if (!m->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     return invalid_model(what + ": not a valid ONNX protobuf (truncated, corrupt, or nested deeper than " +
                          std::to_string(nesting) + " levels)");
   return Status::ok();
+}
+
+template <typename Message>
+Status parse_limited(const std::string& bytes, int nesting, const std::string& what, Message* m) {
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  return parse_stream(&raw, nesting, what, m);
+}
+
+// The model file parsed straight from its descriptor, so the file's bytes are never held
+// next to the parsed message (for a model of large weights that would double peak memory).
+Status parse_model_file(const std::string& path, const ImportLimits& limits,
+                        onnx::ModelProto* mp) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return invalid_input("cannot open '" + path + "': no such file");
+  if (!S_ISREG(st.st_mode)) return invalid_input("'" + path + "' is not a regular file");
+  if (st.st_size > limits.max_file_bytes)
+    return invalid_model("'" + path + "' is " + std::to_string(st.st_size) +
+                         " bytes, over the limit of " + std::to_string(limits.max_file_bytes));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return invalid_input("cannot open '" + path + "'");
+  google::protobuf::io::FileInputStream raw(fd);
+  raw.SetCloseOnDelete(true);
+  Status parsed = parse_stream(&raw, limits.max_proto_nesting, path, mp);
+  if (parsed.is_ok() && raw.GetErrno() != 0) return invalid_input("cannot read '" + path + "'");
+  return parsed;
 }
 
 class Importer {
@@ -321,13 +350,10 @@ Expected<ir::Model> parse_onnx_model(const std::string& bytes, const std::string
 }
 
 Expected<ir::Model> load_onnx_model(const std::string& path, const ImportLimits& limits) {
-  std::string bytes;
-  PG_RETURN_IF_ERROR(read_file_limited(path, limits.max_file_bytes, &bytes));
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   onnx::ModelProto mp;
-  PG_RETURN_IF_ERROR(parse_limited(bytes, limits.max_proto_nesting, path, &mp));
-  std::string().swap(bytes);  // the file's bytes are not needed once parsed: free them first
+  PG_RETURN_IF_ERROR(parse_model_file(path, limits, &mp));
   return import_model_proto(mp, dir, path, limits);
 }
 

@@ -44,12 +44,15 @@ class MatMulKernel : public PreparedKernel {
 
   std::string name() const override { return std::string("cpu/") + gemm_.name; }
 
+  // The packed B is all the kernel reads of a constant B (see run_reference_on_b).
+  bool reads_constant_data(size_t input) const override { return input != 1 || !packed_b_; }
+
   Status run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || a.rank() == 0 ||
         b.rank() == 0)
-      return run_reference(ctx);
+      return run_reference_on_b(ctx);
     Shape a2 = a.rank() == 1 ? Shape{1, a.dim(0)} : a.shape();
     Shape b2 = b.rank() == 1 ? Shape{b.dim(0), 1} : b.shape();
     const int64_t m = a2[a2.size() - 2], k = a2.back(), n = b2.back();
@@ -62,7 +65,7 @@ class MatMulKernel : public PreparedKernel {
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);
     const float* bias = broadcast_z ? column_bias(ctx, fused_, n) : nullptr;
-    if (broadcast_z && bias == nullptr) return run_reference(ctx);
+    if (broadcast_z && bias == nullptr) return run_reference_on_b(ctx);
     const float* pz = z ? z->data<float>() : nullptr;
     GemmEpilogue ep = activation_epilogue(fused_);
     ep.ldr = n;
@@ -88,6 +91,7 @@ class MatMulKernel : public PreparedKernel {
     int64_t batches = 1;
     for (int64_t d : batch_out) batches *= d;
     BroadcastIndexer index_a(batch_a, batch_out), index_b(batch_b, batch_out);
+    if (packed_b_) return run_reference_on_b(ctx);  // a packed B that no longer fits A
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     auto one = [&](int64_t batch, int gemm_threads) {
@@ -107,6 +111,26 @@ class MatMulKernel : public PreparedKernel {
   }
 
  private:
+  // The reference kernel on B unpacked from packed_b_: the executor may have freed the
+  // constant B this kernel packed. Rare (unusual dtypes or broadcasts), so it may allocate.
+  Status run_reference_on_b(KernelContext& ctx) {
+    if (!packed_b_) return run_reference(ctx);
+    const int64_t k = packed_b_->rows(), n = packed_b_->cols(), nr = packed_b_->width();
+    Tensor b = Tensor::zeros(DType::kFloat32, {k, n});
+    float* pb = b.data<float>();
+    for (int64_t p = 0; p < k; ++p) {
+      const int64_t p0 = p / gemm_.kc * gemm_.kc;
+      for (int64_t j = 0; j < n; ++j)
+        pb[p * n + j] = packed_b_->panel(j / nr, p0)[(p - p0) * nr + j % nr];
+    }
+    const RuntimeValue unpacked = RuntimeValue::of(std::move(b));
+    const RuntimeValue* given = &ctx.input_value(1);
+    ctx.set_input(1, &unpacked);
+    Status st = run_reference(ctx);
+    ctx.set_input(1, given);
+    return st;
+  }
+
   const GemmKernelInfo& gemm_;
   FusedEpilogue fused_;
   std::unique_ptr<PackedMatrix> packed_b_;

@@ -1,0 +1,94 @@
+// Weights a kernel has packed are freed after session creation (peak memory holds one copy),
+// and only those: a constant some other reader needs keeps its data, and outputs match the
+// reference backend, which packs nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "../passes/graph_builder.h"
+#include "importer/onnx/onnx_exporter.h"
+#include "peregrine/session.h"
+
+namespace peregrine {
+namespace {
+
+std::string save(ir::Graph g, const std::string& tag) {
+  ir::Model model;
+  model.ir_version = 8;
+  model.graph = std::move(g);
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("peregrine_weights_test_" + tag + std::to_string(::getpid()) + ".onnx"))
+                         .string();
+  Status st = save_onnx_model(model, path, /*overwrite=*/true);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return path;
+}
+
+std::unique_ptr<Session> load(const std::string& path, const std::string& backend) {
+  SessionOptions options;
+  options.backend = backend;
+  options.opt_level = 0;  // the ops as written
+  auto s = Session::load(path, options);
+  EXPECT_TRUE(s.is_ok()) << s.status().message();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+const std::optional<Tensor>& initializer(const Session& s, const std::string& name) {
+  return s.model().graph.values.at(name).initializer;
+}
+
+// y = MatMul(MatMul(x, W1), W2): both weights are packed by their kernels and freed.
+TEST(SessionWeights, PackedWeightsAreFreedOthersKept) {
+  testing::GraphBuilder b;
+  std::string x = b.input("x", {5, 24});
+  std::string w1 = b.constant("W1", testing::random_tensor({24, 24}, 3));
+  std::string w2 = b.constant("W2", testing::random_tensor({24, 24}, 4));
+  std::string h = b.op("MatMul", {x, w1});
+  std::string y = b.op("MatMul", {h, w2});
+  b.output(y);
+  const std::string path = save(b.build(), "a");
+  auto cpu = load(path, "cpu");
+  auto ref = load(path, "reference");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(cpu && ref);
+
+  EXPECT_EQ(initializer(*cpu, "W1")->data<float>(), nullptr) << "packed weight kept";
+  EXPECT_EQ(initializer(*cpu, "W2")->data<float>(), nullptr) << "packed weight kept";
+  EXPECT_EQ(initializer(*cpu, "W1")->shape(), (Shape{24, 24})) << "shape must stay readable";
+  EXPECT_NE(initializer(*ref, "W1")->data<float>(), nullptr);
+
+  const Tensor in = testing::random_tensor({5, 24}, 9);
+  for (int run = 0; run < 2; ++run) {  // a second run reads nothing freed either
+    auto got = cpu->run({{"x", in}});
+    auto want = ref->run({{"x", in}});
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+  }
+}
+
+// A weight that another kernel reads as data (here a Sub) is not freed.
+TEST(SessionWeights, WeightWithAnotherReaderKeepsItsData) {
+  testing::GraphBuilder b;
+  std::string x = b.input("x", {24, 24});
+  std::string w = b.constant("W", testing::random_tensor({24, 24}, 5));
+  std::string m = b.op("MatMul", {x, w});
+  std::string d = b.op("Sub", {m, w});
+  b.output(d);
+  const std::string path = save(b.build(), "b");
+  auto cpu = load(path, "cpu");
+  auto ref = load(path, "reference");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(cpu && ref);
+  EXPECT_NE(initializer(*cpu, "W")->data<float>(), nullptr);
+  const Tensor in = testing::random_tensor({24, 24}, 11);
+  auto got = cpu->run({{"x", in}});
+  auto want = ref->run({{"x", in}});
+  ASSERT_TRUE(got.is_ok() && want.is_ok());
+  testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+}
+
+}  // namespace
+}  // namespace peregrine
