@@ -88,6 +88,16 @@ class SoftmaxKernel : public PreparedKernel {
   const VectorUkernels& uk_;
 };
 
+// Scale / B holding exactly one row's worth of values: numel == cols and
+// broadcastable, so its dims line up with X's trailing dims up to leading ones.
+bool is_one_row(const Tensor& t, const Tensor& x, int64_t axis, int64_t cols) {
+  const int64_t rank = x.rank();
+  if (t.dtype() != DType::kFloat32 || t.numel() != cols || t.rank() > rank - axis) return false;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (t.dim(t.rank() - 1 - i) != x.dim(rank - 1 - i)) return false;
+  return true;
+}
+
 class LayerNormKernel : public PreparedKernel {
  public:
   explicit LayerNormKernel(const VectorUkernels& uk) : uk_(uk) {}
@@ -106,15 +116,8 @@ class LayerNormKernel : public PreparedKernel {
     for (int64_t d = axis; d < rank; ++d) cols *= x.dim(d);
     const Tensor& scale = ctx.input(1);
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    // A one-row Scale / B (numel == cols and broadcastable, so its dims line up
-    // with the normalized dims up to leading ones).
-    auto one_row = [&](const Tensor& t) {
-      if (t.dtype() != DType::kFloat32 || t.numel() != cols || t.rank() > rank - axis) return false;
-      for (int64_t i = 0; i < t.rank(); ++i)
-        if (t.dim(t.rank() - 1 - i) != x.dim(rank - 1 - i)) return false;
-      return true;
-    };
-    if (!one_row(scale) || (bias && !one_row(*bias))) return run_reference(ctx);
+    if (!is_one_row(scale, x, axis, cols) || (bias && !is_one_row(*bias, x, axis, cols)))
+      return run_reference(ctx);
     Tensor& y = ctx.output_for_overwrite(0);
     if (x.numel() == 0) return Status::ok();
     const int64_t rows = x.numel() / cols;
@@ -131,16 +134,6 @@ class LayerNormKernel : public PreparedKernel {
  private:
   const VectorUkernels& uk_;
 };
-
-// Scale / B holding exactly one row's worth of values: numel == cols and
-// broadcastable, so its dims line up with X's trailing dims up to leading ones.
-bool is_one_row(const Tensor& t, const Tensor& x, int64_t axis, int64_t cols) {
-  const int64_t rank = x.rank();
-  if (t.dtype() != DType::kFloat32 || t.numel() != cols || t.rank() > rank - axis) return false;
-  for (int64_t i = 0; i < t.rank(); ++i)
-    if (t.dim(t.rank() - 1 - i) != x.dim(rank - 1 - i)) return false;
-  return true;
-}
 
 class RmsNormKernel : public PreparedKernel {
  public:
