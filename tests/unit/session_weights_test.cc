@@ -69,6 +69,32 @@ TEST(SessionWeights, PackedWeightsAreFreedOthersKept) {
   }
 }
 
+// A freed weight still serves the reference fallback: a FusedMatMul whose Z is neither a
+// residual of the output's shape nor a row of biases (here a column, (M, 1)) runs the reference
+// kernel on B unpacked from the packed copy.
+TEST(SessionWeights, FallbackAfterFreeingUnpacksTheWeight) {
+  testing::GraphBuilder b;
+  std::string x = b.input("x", {5, 24});
+  std::string w = b.constant("W", testing::random_tensor({24, 20}, 6));
+  std::string z = b.input("z", {5, 1});
+  b.node("FusedMatMul", {x, w, z}, {"y"}, "peregrine").opset = 1;
+  b.output("y");
+  ir::Graph g = b.build();
+  g.opsets["peregrine"] = 1;
+  const std::string path = save(std::move(g), "c");
+  auto cpu = load(path, "cpu");
+  auto ref = load(path, "reference");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(cpu && ref);
+  EXPECT_EQ(initializer(*cpu, "W")->data<float>(), nullptr) << "packed weight kept";
+  const Tensor in = testing::random_tensor({5, 24}, 12), zv = testing::random_tensor({5, 1}, 13);
+  auto got = cpu->run({{"x", in}, {"z", zv}});
+  auto want = ref->run({{"x", in}, {"z", zv}});
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+}
+
 // A weight that another kernel reads as data (here a Sub) is not freed.
 TEST(SessionWeights, WeightWithAnotherReaderKeepsItsData) {
   testing::GraphBuilder b;
