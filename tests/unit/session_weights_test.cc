@@ -95,6 +95,43 @@ TEST(SessionWeights, FallbackAfterFreeingUnpacksTheWeight) {
   testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
 }
 
+// The same for a convolution's weights (a 1x1 conv: GEMM path, no Winograd copy): freed, and a
+// FusedConv whose Z broadcasts (1, Cout, 1, 1) falls back on weights unpacked per group.
+TEST(SessionWeights, ConvFallbackAfterFreeingUnpacksTheWeights) {
+  for (int64_t group : {1, 2}) {
+    SCOPED_TRACE("group=" + std::to_string(group));
+    testing::GraphBuilder b;
+    std::string x = b.input("x", {1, 6, 5, 7});
+    std::string w = b.constant("W", testing::random_tensor({10, 6 / group, 1, 1}, 7));
+    std::string bias = b.constant("B", testing::random_tensor({10}, 8));
+    std::string z = b.input("z", {1, 10, 1, 1});
+    ir::Node& n = b.node("FusedConv", {x, w, bias, z}, {"y"}, "peregrine");
+    n.opset = 1;
+    ir::Attribute a;
+    a.name = "group";
+    a.type = ir::Attribute::Type::kInt;
+    a.i = group;
+    n.attributes["group"] = a;
+    b.output("y");
+    ir::Graph g = b.build();
+    g.opsets["peregrine"] = 1;
+    const std::string path = save(std::move(g), "d");
+    auto cpu = load(path, "cpu");
+    auto ref = load(path, "reference");
+    std::filesystem::remove(path);
+    ASSERT_TRUE(cpu && ref);
+    EXPECT_EQ(initializer(*cpu, "W")->data<float>(), nullptr) << "packed weight kept";
+    EXPECT_NE(initializer(*cpu, "B")->data<float>(), nullptr) << "the bias is read as data";
+    const Tensor in = testing::random_tensor({1, 6, 5, 7}, 14);
+    const Tensor zv = testing::random_tensor({1, 10, 1, 1}, 15);
+    auto got = cpu->run({{"x", in}, {"z", zv}});
+    auto want = ref->run({{"x", in}, {"z", zv}});
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+  }
+}
+
 // A weight that another kernel reads as data (here a Sub) is not freed.
 TEST(SessionWeights, WeightWithAnotherReaderKeepsItsData) {
   testing::GraphBuilder b;

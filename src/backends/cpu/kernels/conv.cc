@@ -158,13 +158,14 @@ void direct_depthwise(const float* x, const float* w, const float* bias, float* 
 
 class ConvKernel : public PreparedKernel {
  public:
+  // unit_steps: strides and dilations are all 1 (a Winograd candidate).
   ConvKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* constant_w,
-             const FusedEpilogue& fused, ConvAlgoChoice algo)
+             const FusedEpilogue& fused, ConvAlgoChoice algo, bool unit_steps)
       : gemm_(gemm), fused_(fused), group_(group), algo_(algo) {
     // The Winograd weights (4x the 3x3 weights) are built on the first run that chooses
     // Winograd, so layers the rule leaves on im2col never hold them.
     if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
-        constant_w->dim(3) == 3 && algo != ConvAlgoChoice::kIm2col)
+        constant_w->dim(3) == 3 && unit_steps && algo != ConvAlgoChoice::kIm2col)
       winograd_weights_ = *constant_w;
     if (constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0) {
       const int64_t out_c = constant_w->dim(0), out_c_group = out_c / group;
@@ -183,13 +184,19 @@ class ConvKernel : public PreparedKernel {
     return std::string(last_run_winograd_ ? "cpu/conv-winograd_f4x3-" : "cpu/conv-") + gemm_.name;
   }
 
+  // The packed A per group is all a GEMM conv reads of constant weights (a fallback unpacks
+  // them), unless it may take Winograd, which builds its weights from the original.
+  bool reads_constant_data(size_t input) const override {
+    return input != 1 || packed_w_.empty() || winograd_weights_.rank() == 4;
+  }
+
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     if (x.dtype() != DType::kFloat32 || w.dtype() != DType::kFloat32 || x.rank() != 4 ||
         w.rank() != 4 || (bias && bias->dtype() != DType::kFloat32))
-      return run_reference(ctx);
+      return run_reference_on_w(ctx);
     if (w.dim(1) * group_ != x.dim(1) || w.dim(0) % group_ != 0)
       return ctx.error("input channels do not match the weight and group");
     if (bias && bias->numel() != w.dim(0)) return ctx.error("bias has the wrong size");
@@ -208,7 +215,7 @@ class ConvKernel : public PreparedKernel {
     const int threads = ctx.num_threads();
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, y, &broadcast_z);
-    if (broadcast_z) return run_reference(ctx);
+    if (broadcast_z) return run_reference_on_w(ctx);
     const float* pz = z ? z->data<float>() : nullptr;  // (N, Cout, OH, OW) like y
     if (group_ > 1 && group_ == s.in_c && w.dim(1) == 1) {
       const DwConv2dGeometry dg{s.in_h,     s.in_w,     s.out_h, s.out_w, s.kh,    s.kw,
@@ -259,6 +266,7 @@ class ConvKernel : public PreparedKernel {
                            s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
+    if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -287,6 +295,28 @@ class ConvKernel : public PreparedKernel {
   }
 
  private:
+  // The reference kernel on weights unpacked from packed_w_: the executor may have freed the
+  // constant weights this kernel packed. Rare (unusual dtypes or broadcasts), so it may allocate.
+  Status run_reference_on_w(KernelContext& ctx) {
+    if (packed_w_.empty()) return run_reference(ctx);
+    const int64_t rows = packed_w_[0].rows(), k = packed_w_[0].cols(), mr = packed_w_[0].width();
+    Tensor w = Tensor::zeros(DType::kFloat32, ctx.input(1).shape());  // (Cout, Cin_g, KH, KW)
+    float* pw = w.data<float>();
+    for (size_t g = 0; g < packed_w_.size(); ++g)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t p = 0; p < k; ++p) {
+          const int64_t p0 = p / gemm_.kc * gemm_.kc;
+          pw[(static_cast<int64_t>(g) * rows + i) * k + p] =
+              packed_w_[g].panel(i / mr, p0)[(p - p0) * mr + i % mr];
+        }
+    const RuntimeValue unpacked = RuntimeValue::of(std::move(w));
+    const RuntimeValue* given = &ctx.input_value(1);
+    ctx.set_input(1, &unpacked);
+    Status st = run_reference(ctx);
+    ctx.set_input(1, given);
+    return st;
+  }
+
   const GemmKernelInfo& gemm_;
   FusedEpilogue fused_;
   int64_t group_;
@@ -307,8 +337,13 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor* w = constants.size() > 1 ? constants[1] : nullptr;
   PG_ASSIGN_OR_RETURN(ConvAlgoChoice algo, conv_algo_from_env());
+  PG_ASSIGN_OR_RETURN(std::vector<int64_t> strides, attrs.get_ints("strides", {}));
+  PG_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, attrs.get_ints("dilations", {}));
+  bool unit_steps = true;
+  for (int64_t v : strides) unit_steps = unit_steps && v == 1;
+  for (int64_t v : dilations) unit_steps = unit_steps && v == 1;
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w, fused, algo));
+      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w, fused, algo, unit_steps));
 }
 
 }  // namespace peregrine::cpu
