@@ -134,5 +134,14 @@ Status run_reference(KernelContext& ctx) {
   return (*fn)(ctx);
 }
 
+Status run_reference_with_input(KernelContext& ctx, size_t i, Tensor value) {
+  const RuntimeValue replacement = RuntimeValue::of(std::move(value));
+  const RuntimeValue* given = &ctx.input_value(i);
+  ctx.set_input(i, &replacement);
+  Status st = run_reference(ctx);
+  ctx.set_input(i, given);
+  return st;
+}
+
 }  // namespace cpu
 }  // namespace peregrine

@@ -76,6 +76,9 @@ const Tensor* residual_input(const KernelContext& ctx, const FusedEpilogue& fuse
 
 // Runs the reference kernel of ctx's op (for cases a CPU kernel does not handle).
 Status run_reference(KernelContext& ctx);
+// The same with input `i` replaced by `value` for the call (a weight unpacked from a kernel's
+// packed copy, its original freed).
+Status run_reference_with_input(KernelContext& ctx, size_t i, Tensor value);
 
 }  // namespace cpu
 }  // namespace peregrine

@@ -309,12 +309,7 @@ class ConvKernel : public PreparedKernel {
           pw[(static_cast<int64_t>(g) * rows + i) * k + p] =
               packed_w_[g].panel(i / mr, p0)[(p - p0) * mr + i % mr];
         }
-    const RuntimeValue unpacked = RuntimeValue::of(std::move(w));
-    const RuntimeValue* given = &ctx.input_value(1);
-    ctx.set_input(1, &unpacked);
-    Status st = run_reference(ctx);
-    ctx.set_input(1, given);
-    return st;
+    return run_reference_with_input(ctx, 1, std::move(w));
   }
 
   const GemmKernelInfo& gemm_;

@@ -123,12 +123,7 @@ class MatMulKernel : public PreparedKernel {
       for (int64_t j = 0; j < n; ++j)
         pb[p * n + j] = packed_b_->panel(j / nr, p0)[(p - p0) * nr + j % nr];
     }
-    const RuntimeValue unpacked = RuntimeValue::of(std::move(b));
-    const RuntimeValue* given = &ctx.input_value(1);
-    ctx.set_input(1, &unpacked);
-    Status st = run_reference(ctx);
-    ctx.set_input(1, given);
-    return st;
+    return run_reference_with_input(ctx, 1, std::move(b));
   }
 
   const GemmKernelInfo& gemm_;
