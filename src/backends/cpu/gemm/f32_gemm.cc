@@ -137,16 +137,11 @@ bool tile_epilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, F32GemmTi
   return true;
 }
 
-// Requests the cache lines of a (rows, cols) tile with row stride ld.
-inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols, bool write) {
+// Requests the cache lines of a (rows, cols) tile with row stride ld, for reading.
+inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i, p += ld) {
-    if (write) {
-      __builtin_prefetch(p, 1, 3);
-      __builtin_prefetch(p + cols - 1, 1, 3);
-    } else {
-      __builtin_prefetch(p, 0, 3);
-      __builtin_prefetch(p + cols - 1, 0, 3);
-    }
+    __builtin_prefetch(p, 0, 3);
+    __builtin_prefetch(p + cols - 1, 0, 3);
   }
 }
 
@@ -293,13 +288,12 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
             const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
             const float* ap = a_panels + (ir / mr) * a_stride;
             float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
-            // The tile's C rows (and residual rows, on the last K block) sit a whole row of C
-            // apart: too many streams for the hardware prefetcher, so every line would be a
-            // demand miss after the FMAs. Requested now, they arrive while the kernel computes.
-            prefetch_tile(ct, ldc, nrows, ncols, true);
+            // The tile's residual rows (last K block) sit a whole row of C apart: too many
+            // streams for the hardware prefetcher, so each line would be a demand miss in the
+            // epilogue. Requested now, they arrive while the kernel computes (the micro-kernel
+            // prefetches its C rows itself).
             if (last && ep.residual)
-              prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols,
-                            false);
+              prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols);
             bool epilogue_done = false;
             if (nrows == mr && ncols == nr) {
               F32GemmTileEpilogue tile_ep;
