@@ -13,6 +13,7 @@
 
 #include "backends/reference/reference_backend.h"
 #include "ir/verifier.h"
+#include "passes/pass_util.h"
 #include "runtime/executor.h"
 #include "runtime/type_inference.h"
 
@@ -80,27 +81,10 @@ class GraphBuilder {
   ir::Graph g_;
 };
 
-inline ir::Attribute attr_i(const std::string& n, int64_t v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-inline ir::Attribute attr_f(const std::string& n, float v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::Attribute::Type::kFloat;
-  a.f = v;
-  return a;
-}
-inline ir::Attribute attr_ints(const std::string& n, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::Attribute::Type::kInts;
-  a.ints = std::move(v);
-  return a;
-}
+using passes::float_attr;
+using passes::int_attr;
+using passes::ints_attr;
+using passes::string_attr;
 
 inline int count_op(const ir::Graph& g, const std::string& op) {
   return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),

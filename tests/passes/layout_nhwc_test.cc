@@ -33,14 +33,6 @@ int count_domain_op(const ir::Graph& g, const std::string& op) {
   }));
 }
 
-ir::Attribute attr_s(const std::string& n, const std::string& v) {
-  ir::Attribute a;
-  a.name = n;
-  a.type = ir::Attribute::Type::kString;
-  a.s = v;
-  return a;
-}
-
 // x[1,8,9,7] -> Conv 3x3 pad 1 -> Relu -> FusedConv 1x1 (Relu, residual = the Relu output)
 //   -> depthwise Conv 3x3 stride 2 -> y (graph output)
 BuildFn chain(DType dtype = DType::kFloat32, bool runtime_weight = false) {
@@ -59,15 +51,15 @@ BuildFn chain(DType dtype = DType::kFloat32, bool runtime_weight = false) {
     weight("w2", {8, 8, 1, 1}, 3);
     weight("w3", {8, 1, 3, 3}, 4);
     ir::Node& c1 = b.node("Conv", {"x", "w1", "b1"}, {"c1"});
-    c1.attributes["pads"] = attr_ints("pads", {1, 1, 1, 1});
+    c1.attributes["pads"] = ints_attr("pads", {1, 1, 1, 1});
     b.node("Relu", {"c1"}, {"r1"});
     ir::Node& c2 = b.node("FusedConv", {"r1", "w2", "", "r1"}, {"c2"}, "peregrine");
     c2.opset = 1;
-    c2.attributes["activation"] = attr_s("activation", "Relu");
+    c2.attributes["activation"] = string_attr("activation", "Relu");
     ir::Node& c3 = b.node("Conv", {"c2", "w3"}, {"y"});
-    c3.attributes["group"] = attr_i("group", 8);
-    c3.attributes["strides"] = attr_ints("strides", {2, 2});
-    c3.attributes["pads"] = attr_ints("pads", {1, 1, 1, 1});
+    c3.attributes["group"] = int_attr("group", 8);
+    c3.attributes["strides"] = ints_attr("strides", {2, 2});
+    c3.attributes["pads"] = ints_attr("pads", {1, 1, 1, 1});
     b.output("y");
     ir::Graph g = b.build();
     g.opsets["peregrine"] = 1;
@@ -120,12 +112,12 @@ TEST(LayoutNhwc, SplitAndConcatMoveTheirAxis) {
     b.random("w3", {4, 8, 1, 1}, 4);
     b.ints("sizes", {2, 6});
     ir::Node& c0 = b.node("Conv", {"x", "w0"}, {"c0"});
-    c0.attributes["pads"] = attr_ints("pads", {1, 1, 1, 1});
-    b.node("Split", {"c0", "sizes"}, {"s0", "s1"}).attributes["axis"] = attr_i("axis", 1);
+    c0.attributes["pads"] = ints_attr("pads", {1, 1, 1, 1});
+    b.node("Split", {"c0", "sizes"}, {"s0", "s1"}).attributes["axis"] = int_attr("axis", 1);
     b.node("Conv", {"s0", "wa"}, {"a"});
     ir::Node& cb = b.node("Conv", {"s1", "wb"}, {"bb"});
-    cb.attributes["pads"] = attr_ints("pads", {1, 1, 1, 1});
-    b.node("Concat", {"a", "bb"}, {"cat"}).attributes["axis"] = attr_i("axis", -3);
+    cb.attributes["pads"] = ints_attr("pads", {1, 1, 1, 1});
+    b.node("Concat", {"a", "bb"}, {"cat"}).attributes["axis"] = int_attr("axis", -3);
     b.node("Conv", {"cat", "w3"}, {"y"});
     b.output("y");
     b.output("s1");  // a Split output that also leaves the graph
@@ -173,9 +165,9 @@ TEST(LayoutNhwc, LeavesGroupedNonDepthwiseConvsAlone) {
     b.random("w1", {4, 2, 3, 3}, 1);
     b.random("w2", {4, 2, 1, 1}, 2);
     ir::Node& c1 = b.node("Conv", {"x", "w1"}, {"c1"});
-    c1.attributes["group"] = attr_i("group", 2);
+    c1.attributes["group"] = int_attr("group", 2);
     ir::Node& c2 = b.node("Conv", {"c1", "w2"}, {"y"});
-    c2.attributes["group"] = attr_i("group", 2);
+    c2.attributes["group"] = int_attr("group", 2);
     b.output("y");
     return b.build();
   };

@@ -52,10 +52,10 @@ TEST(ConstantFolding, ShapeGatherConcatReshapeChain) {
     auto x = b.input("x", {2, 3, 4});
     auto shape = b.op("Shape", {x});
     auto& g0 = b.node("Gather", {shape, b.ints("i0", {0})});
-    g0.attributes["axis"] = attr_i("axis", 0);
+    g0.attributes["axis"] = int_attr("axis", 0);
     auto concat_in = b.op("Unsqueeze", {b.op("Squeeze", {g0.outputs[0]}), b.ints("ax", {0})});
     auto& cat = b.node("Concat", {concat_in, b.ints("minus1", {-1})});
-    cat.attributes["axis"] = attr_i("axis", 0);
+    cat.attributes["axis"] = int_attr("axis", 0);
     b.output(b.op("Reshape", {x, cat.outputs[0]}));
     return b.build();
   };
@@ -119,7 +119,7 @@ TEST(RemoveIdentityOps, IdentityDropoutCastReshape) {
     auto y = b.op("Identity", {b.op("Relu", {x})});
     y = b.op("Dropout", {y});
     auto& cast = b.node("Cast", {y});
-    cast.attributes["to"] = attr_i("to", static_cast<int64_t>(DType::kFloat32));
+    cast.attributes["to"] = int_attr("to", static_cast<int64_t>(DType::kFloat32));
     y = b.op("Reshape", {cast.outputs[0], b.ints("s", {2, 3})});
     b.output(b.op("Identity", {b.op("Exp", {y})}));  // output through Identity
     return b.build();
@@ -145,13 +145,13 @@ TEST(CollapseTransposeChains, CancelsAndComposes) {
     GraphBuilder b;
     auto x = b.input("x", {2, 3, 4});
     auto& t1 = b.node("Transpose", {x});
-    t1.attributes["perm"] = attr_ints("perm", {0, 2, 1});
+    t1.attributes["perm"] = ints_attr("perm", {0, 2, 1});
     auto& t2 = b.node("Transpose", {t1.outputs[0]});
-    t2.attributes["perm"] = attr_ints("perm", {0, 2, 1});
+    t2.attributes["perm"] = ints_attr("perm", {0, 2, 1});
     auto& t3 = b.node("Transpose", {b.op("Relu", {t2.outputs[0]})});
-    t3.attributes["perm"] = attr_ints("perm", {1, 0, 2});
+    t3.attributes["perm"] = ints_attr("perm", {1, 0, 2});
     auto& t4 = b.node("Transpose", {t3.outputs[0]});
-    t4.attributes["perm"] = attr_ints("perm", {2, 1, 0});
+    t4.attributes["perm"] = ints_attr("perm", {2, 1, 0});
     b.output(t4.outputs[0]);
     return b.build();
   };
@@ -175,7 +175,7 @@ TEST(CollapseReshapeChains, OneReshape) {
 // --- fusion ----------------------------------------------------------------
 
 void add_conv(GraphBuilder& b, ir::Node& conv) {
-  conv.attributes["pads"] = attr_ints("pads", {1, 1, 1, 1});
+  conv.attributes["pads"] = ints_attr("pads", {1, 1, 1, 1});
 }
 
 BuildFn conv_bn_graph(bool conv_is_output, DType dtype = DType::kFloat32) {
@@ -266,7 +266,7 @@ TEST(FuseActivation, GemmSiLUAndLeakyRelu) {
     auto s = b.op("Mul", {y, b.op("Sigmoid", {y})});
     auto mm = b.op("MatMul", {s, b.random("w2", {5, 2}, 3)});
     auto& lr = b.node("LeakyRelu", {mm});
-    lr.attributes["alpha"] = attr_f("alpha", 0.2f);
+    lr.attributes["alpha"] = float_attr("alpha", 0.2f);
     b.output(lr.outputs[0]);
     return b.build();
   };
@@ -357,7 +357,7 @@ BuildFn attention_graph(bool with_heads) {
       auto proj = b.op("MatMul", {x, b.random(name + "_w", {H * D, H * D}, seed)});
       auto r = b.op("Reshape", {proj, b.ints(name + "_shape", {B, S, H, D})});
       auto& t = b.node("Transpose", {r});
-      t.attributes["perm"] = attr_ints("perm", perm);
+      t.attributes["perm"] = ints_attr("perm", perm);
       return t.outputs[0];
     };
     auto q = split("q", {0, 2, 1, 3}, 1), k = split("k", {0, 2, 3, 1}, 2),
@@ -365,14 +365,14 @@ BuildFn attention_graph(bool with_heads) {
     auto mask = b.input("mask", {B, 1, 1, S});
     auto scores = b.op("Div", {b.op("MatMul", {q, k}), b.scalar("sqrt_d", 2.0f)});
     auto& sm = b.node("Softmax", {b.op("Add", {scores, mask})});
-    sm.attributes["axis"] = attr_i("axis", -1);
+    sm.attributes["axis"] = int_attr("axis", -1);
     auto ctx = b.op("MatMul", {sm.outputs[0], v});
     if (!with_heads) {
       b.output(ctx);
       return b.build();
     }
     auto& t = b.node("Transpose", {ctx});
-    t.attributes["perm"] = attr_ints("perm", {0, 2, 1, 3});
+    t.attributes["perm"] = ints_attr("perm", {0, 2, 1, 3});
     b.output(b.op("Reshape", {t.outputs[0], b.ints("merge", {B, S, H * D})}));
     return b.build();
   };
@@ -418,7 +418,7 @@ BuildFn rms_norm_graph(RmsForm f) {
       ms = b.op("ReduceMean", {sq, b.ints("axes", {-1})});
     } else {
       auto& mean = b.node("ReduceMean", {sq});
-      mean.attributes["axes"] = attr_ints("axes", {2});
+      mean.attributes["axes"] = ints_attr("axes", {2});
       ms = mean.outputs[0];
     }
     auto eps = f.dtype == DType::kFloat32 ? b.scalar("eps", 1e-6f)
@@ -501,7 +501,7 @@ BuildFn long_chain_graph() {
     v = b.op("Sub", {b.scalar("one", 1.0f), v});
     v = clip(b, v, -0.75f, 6.0f).outputs[0];
     auto& leaky = b.node("LeakyRelu", {v});
-    leaky.attributes["alpha"] = attr_f("alpha", 0.2f);
+    leaky.attributes["alpha"] = float_attr("alpha", 0.2f);
     v = b.op("HardSwish", {leaky.outputs[0]});
     v = b.op("Max", {v, b.scalar("floor", 0.05f)});
     v = b.op("Abs", {b.op("Neg", {v})});
@@ -611,7 +611,7 @@ TEST(ElementwiseChainFusion, LeavesGeluAndFusedActivationsToTheirPassesAtO2) {
 
 ir::Node& transpose(GraphBuilder& b, const std::string& x, std::vector<int64_t> perm) {
   auto& t = b.node("Transpose", {x});
-  t.attributes["perm"] = attr_ints("perm", std::move(perm));
+  t.attributes["perm"] = ints_attr("perm", std::move(perm));
   return t;
 }
 

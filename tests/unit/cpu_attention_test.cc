@@ -17,6 +17,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/reference/reference_backend.h"
+#include "passes/pass_util.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
@@ -190,21 +191,8 @@ Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1, float hi 
   return t;
 }
 
-ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-
-ir::Attribute float_attr(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kFloat;
-  a.f = v;
-  return a;
-}
+using passes::float_attr;
+using passes::int_attr;
 
 // One peregrine.Attention node; inputs are graph inputs except a constant mask.
 struct AttentionGraph {

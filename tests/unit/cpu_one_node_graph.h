@@ -13,6 +13,7 @@
 #include "backends/reference/reference_backend.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
+#include "passes/pass_util.h"
 #include "runtime/executor.h"
 #include "runtime/type_inference.h"
 
@@ -25,34 +26,10 @@ inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f,
   return t;
 }
 
-inline ir::Attribute ints_attr(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-inline ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-inline ir::Attribute float_attr(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kFloat;
-  a.f = v;
-  return a;
-}
-inline ir::Attribute string_attr(const std::string& name, const std::string& v) {
-  ir::Attribute a;
-  a.name = name;
-  a.type = ir::Attribute::Type::kString;
-  a.s = v;
-  return a;
-}
+using peregrine::passes::float_attr;
+using peregrine::passes::int_attr;
+using peregrine::passes::ints_attr;
+using peregrine::passes::string_attr;
 
 // One node `op` (domain, opset) on graph inputs (or initializers where `constant`), output Y.
 // An input named "" is an omitted optional input.

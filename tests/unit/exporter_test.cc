@@ -32,7 +32,7 @@ ir::Model make_model() {
     a.s = "Relu";
     return a;
   }();
-  conv.attributes["pads"] = attr_ints("pads", {0, 0, 0, 0});
+  conv.attributes["pads"] = ints_attr("pads", {0, 0, 0, 0});
   ir::Node& branch = b.node("If", {"cond"}, {"z"});
   for (const char* name : {"then_branch", "else_branch"}) {
     auto sub = std::make_shared<ir::Graph>();

@@ -107,11 +107,7 @@ TEST(SessionWeights, ConvFallbackAfterFreeingUnpacksTheWeights) {
     std::string z = b.input("z", {1, 10, 1, 1});
     ir::Node& n = b.node("FusedConv", {x, w, bias, z}, {"y"}, "peregrine");
     n.opset = 1;
-    ir::Attribute a;
-    a.name = "group";
-    a.type = ir::Attribute::Type::kInt;
-    a.i = group;
-    n.attributes["group"] = a;
+    n.attributes["group"] = testing::int_attr("group", group);
     b.output("y");
     ir::Graph g = b.build();
     g.opsets["peregrine"] = 1;
