@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/ukernels/f32_vreduce_avx2.h"
 
 namespace peregrine::cpu::avx2 {
 
@@ -74,20 +75,6 @@ inline __m256 exp256(__m256 x) {
   const __m256i e = _mm256_slli_epi32(
       _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);  // 2^n, n >= -126
   return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), underflow);
-}
-
-inline float hsum(__m256 a) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float hmax(__m256 a) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // acc(R, 8 * NV) (row stride acc_rs) (+)= p(R, kb) (row stride p_rs) v(kb, 8 * NV) (row stride
@@ -306,7 +293,7 @@ void f32_attention_tile__avx2(const AttentionTile& t) {
       for (; j < kb8; ++j) s[j] = kNegInf;
       __m256 vmax = _mm256_set1_ps(kNegInf);
       for (j = 0; j < kb8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
-      const float m_new = std::max(m[r], hmax(vmax));
+      const float m_new = std::max(m[r], horizontal_max(vmax));
       if (m_new == kNegInf) {  // every visible score so far is -inf: nothing to add yet
         std::fill(s, s + kb, 0.0f);
         continue;
@@ -323,7 +310,7 @@ void f32_attention_tile__avx2(const AttentionTile& t) {
         float* a = acc + r * t.dv;
         for (int64_t c = 0; c < t.dv; ++c) a[c] *= correction;
       }
-      l[r] = l[r] * correction + hsum(vsum);
+      l[r] = l[r] * correction + horizontal_sum(vsum);
       m[r] = m_new;
     }
     pv_accumulate(scores, t.rows, kb, v, t.dv, acc, t.dv);
