@@ -111,30 +111,37 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
   }
 }
 
-// The part of `ep` a fused micro-kernel can apply (bias, residual, and an activation that is a
-// clamp), for the tile at (row0, col0); false when the activation needs the full epilogue.
-bool tile_epilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, F32GemmTileEpilogue* t) {
+// The clamp a fused micro-kernel applies for `ep`'s activation; false when the activation is
+// not a clamp and needs the full epilogue.
+bool clamp_of(const GemmEpilogue& ep, float* lo, float* hi) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   switch (ep.activation) {
     case Activation::kNone:
-      t->lo = -kInf, t->hi = kInf;
-      break;
+      *lo = -kInf, *hi = kInf;
+      return true;
     case Activation::kRelu:
-      t->lo = 0.0f, t->hi = kInf;
-      break;
+      *lo = 0.0f, *hi = kInf;
+      return true;
     case Activation::kClip:
-      t->lo = ep.act_alpha, t->hi = ep.act_beta;
-      break;
+      *lo = ep.act_alpha, *hi = ep.act_beta;
+      return true;
     default:
       return false;
   }
-  if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) t->bias_row = ep.bias + row0;
-  if (ep.bias_kind == GemmEpilogue::Bias::kPerColumn) t->bias_col = ep.bias + col0;
+}
+
+// `ep` (bias, residual, clamp `lo`..`hi`) for the full tile at (row0, col0) of C.
+F32GemmTileEpilogue tile_epilogue(const GemmEpilogue& ep, float lo, float hi, int64_t row0,
+                                  int64_t col0) {
+  F32GemmTileEpilogue t;
+  t.lo = lo, t.hi = hi;
+  if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) t.bias_row = ep.bias + row0;
+  if (ep.bias_kind == GemmEpilogue::Bias::kPerColumn) t.bias_col = ep.bias + col0;
   if (ep.residual) {
-    t->residual = ep.residual + row0 * ep.ldr + col0;
-    t->ldr = static_cast<size_t>(ep.ldr);
+    t.residual = ep.residual + row0 * ep.ldr + col0;
+    t.ldr = static_cast<size_t>(ep.ldr);
   }
-  return true;
+  return t;
 }
 
 // Requests the cache lines of a (rows, cols) tile with row stride ld, for reading.
@@ -232,6 +239,10 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
     }
   }
   const int64_t parts_m = ceil_div(m, m_part), tiles_n = ceil_div(n, nc);
+  // On the last K block full tiles take the epilogue in registers when the ISA can.
+  float clamp_lo = 0.0f, clamp_hi = 0.0f;
+  const bool fusable = !ep.empty() && kernel.fused_ukernel != nullptr &&
+                       clamp_of(ep, &clamp_lo, &clamp_hi);
   const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
 
   auto task = [&](int64_t t, int) {
@@ -266,8 +277,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       }
       const float beta_block = p0 == 0 ? beta : 1.0f;
       const bool last = p0 + kc == k;
-      // On the last K block full tiles take the epilogue in registers when the ISA can.
-      const bool fuse_epilogue = last && !ep.empty() && kernel.fused_ukernel != nullptr;
+      const bool fuse_epilogue = last && fusable;
       for (int64_t i0 = m_begin; i0 < m_end; i0 += kernel.mc) {  // ic loop
         const int64_t mcur = std::min<int64_t>(kernel.mc, m_end - i0);
         // A panels (kc, MR) for rows i0 : i0 + mcur.
@@ -296,10 +306,10 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
               prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols);
             bool epilogue_done = false;
             if (nrows == mr && ncols == nr) {
-              F32GemmTileEpilogue tile_ep;
-              if (fuse_epilogue && tile_epilogue(ep, i0 + ir, j0 + jr, &tile_ep)) {
+              if (fuse_epilogue) {
                 kernel.fused_ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
-                                     alpha, beta_block, tile_ep);
+                                     alpha, beta_block,
+                                     tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr));
                 epilogue_done = true;
               } else {
                 kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
