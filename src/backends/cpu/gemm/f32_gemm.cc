@@ -192,6 +192,16 @@ PackedMatrix PackedMatrix::pack_a(const GemmKernelInfo& kernel, MatrixView a, in
   return pm;
 }
 
+void PackedMatrix::unpack(float* dst) const {
+  for (int64_t r = 0; r < rows_; ++r)
+    for (int64_t c = 0; c < cols_; ++c) {
+      // A: panels run over rows, K over columns; B: K over rows, panels over columns.
+      const int64_t p = is_a_ ? c : r, q = is_a_ ? r : c;  // depth index, panel-dim index
+      const int64_t p0 = p / kc_ * kc_;
+      dst[r * cols_ + c] = panel(q / width_, p0)[(p - p0) * width_ + q % width_];
+    }
+}
+
 PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, int64_t k,
                                   int64_t n) {
   PackedMatrix pm;

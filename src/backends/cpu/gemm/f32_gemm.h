@@ -102,6 +102,8 @@ class PackedMatrix {
   // Distance between consecutive panels of the K block starting at p0: (kc, width).
   int64_t panel_stride(int64_t p0) const { return std::min<int64_t>(kc_, depth() - p0) * width_; }
   const GemmKernelInfo* kernel() const { return kernel_; }
+  // The matrix back in row-major order: dst (rows(), cols()).
+  void unpack(float* dst) const;
 
  private:
   struct Free {

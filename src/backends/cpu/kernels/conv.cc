@@ -299,16 +299,10 @@ class ConvKernel : public PreparedKernel {
   // constant weights this kernel packed. Rare (unusual dtypes or broadcasts), so it may allocate.
   Status run_reference_on_w(KernelContext& ctx) {
     if (packed_w_.empty()) return run_reference(ctx);
-    const int64_t rows = packed_w_[0].rows(), k = packed_w_[0].cols(), mr = packed_w_[0].width();
     Tensor w = Tensor::zeros(DType::kFloat32, ctx.input(1).shape());  // (Cout, Cin_g, KH, KW)
-    float* pw = w.data<float>();
+    const int64_t group_floats = packed_w_[0].rows() * packed_w_[0].cols();
     for (size_t g = 0; g < packed_w_.size(); ++g)
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t p = 0; p < k; ++p) {
-          const int64_t p0 = p / gemm_.kc * gemm_.kc;
-          pw[(static_cast<int64_t>(g) * rows + i) * k + p] =
-              packed_w_[g].panel(i / mr, p0)[(p - p0) * mr + i % mr];
-        }
+      packed_w_[g].unpack(w.data<float>() + static_cast<int64_t>(g) * group_floats);
     return run_reference_with_input(ctx, 1, std::move(w));
   }
 

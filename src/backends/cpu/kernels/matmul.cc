@@ -115,14 +115,8 @@ class MatMulKernel : public PreparedKernel {
   // constant B this kernel packed. Rare (unusual dtypes or broadcasts), so it may allocate.
   Status run_reference_on_b(KernelContext& ctx) {
     if (!packed_b_) return run_reference(ctx);
-    const int64_t k = packed_b_->rows(), n = packed_b_->cols(), nr = packed_b_->width();
-    Tensor b = Tensor::zeros(DType::kFloat32, {k, n});
-    float* pb = b.data<float>();
-    for (int64_t p = 0; p < k; ++p) {
-      const int64_t p0 = p / gemm_.kc * gemm_.kc;
-      for (int64_t j = 0; j < n; ++j)
-        pb[p * n + j] = packed_b_->panel(j / nr, p0)[(p - p0) * nr + j % nr];
-    }
+    Tensor b = Tensor::zeros(DType::kFloat32, {packed_b_->rows(), packed_b_->cols()});
+    packed_b_->unpack(b.data<float>());
     return run_reference_with_input(ctx, 1, std::move(b));
   }
 
