@@ -21,17 +21,23 @@ namespace {
 
 using FunctionMap = std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*>;
 
-Status read_file_limited(const std::string& path, int64_t limit, std::string* out) {
+// The size of `path`, a regular file of at most `limit` bytes.
+Expected<int64_t> regular_file_size(const std::string& path, int64_t limit) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return invalid_input("cannot open '" + path + "': no such file");
   if (!S_ISREG(st.st_mode)) return invalid_input("'" + path + "' is not a regular file");
   if (st.st_size > limit)
     return invalid_model("'" + path + "' is " + std::to_string(st.st_size) +
                          " bytes, over the limit of " + std::to_string(limit));
+  return static_cast<int64_t>(st.st_size);
+}
+
+Status read_file_limited(const std::string& path, int64_t limit, std::string* out) {
+  PG_ASSIGN_OR_RETURN(int64_t size, regular_file_size(path, limit));
   std::ifstream f(path, std::ios::binary);
   if (!f) return invalid_input("cannot open '" + path + "'");
-  out->assign(static_cast<size_t>(st.st_size), '\0');
-  f.read(out->data(), st.st_size);
+  out->assign(static_cast<size_t>(size), '\0');
+  f.read(out->data(), size);
   if (!f) return invalid_input("cannot read '" + path + "'");
   return Status::ok();
 }
@@ -59,12 +65,7 @@ Status parse_limited(const std::string& bytes, int nesting, const std::string& w
 // next to the parsed message (for a model of large weights that would double peak memory).
 Status parse_model_file(const std::string& path, const ImportLimits& limits,
                         onnx::ModelProto* mp) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return invalid_input("cannot open '" + path + "': no such file");
-  if (!S_ISREG(st.st_mode)) return invalid_input("'" + path + "' is not a regular file");
-  if (st.st_size > limits.max_file_bytes)
-    return invalid_model("'" + path + "' is " + std::to_string(st.st_size) +
-                         " bytes, over the limit of " + std::to_string(limits.max_file_bytes));
+  PG_RETURN_IF_ERROR(regular_file_size(path, limits.max_file_bytes).status());
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return invalid_input("cannot open '" + path + "'");
   google::protobuf::io::FileInputStream raw(fd);
