@@ -8,13 +8,14 @@
 // (BM_Sgemm) or pre-packed like a weight (BM_SgemmPackedB); `threads` is the second argument.
 // Single-thread rates use CPU time, so other load on a shared machine inflates them less.
 //
-// Model shapes (BM_ConvGemmResNet50, BM_LinearGemmBert; arguments M, N, K, threads):
+// Model shapes (BM_ConvGemmResNet50[BiasRelu], BM_LinearGemmBert; arguments M, N, K, threads):
 //   ResNet-50 (models/zoo.py resnet50, 1x3x224x224): every distinct conv GEMM as conv.cc runs
 //     it in NCHW, M = Cout, N = OH * OW, K = Cin * KH * KW, the weight pre-packed as A. B is a
 //     row-major (K, N) matrix packed by the driver on every run: exactly the 1x1 stride-1 case;
 //     for the other convs conv.cc packs B straight from the image (im2col packer), which this
 //     leaves out, so those rows are the GEMM part only. 3x3 stride-1 convs may run as Winograd
 //     in the engine; here they are the im2col GEMM. The label names the layers and their count.
+//     BiasRelu: the same with a fused conv's bias + Relu epilogue (the fused micro-kernel).
 //   BERT-base encoder (seq 128, hidden 768, FFN 3072): activations (M, K) as A, the weight
 //     pre-packed as B like kernels/matmul.cc: QKV/out projections, FFN up and down.
 // Each at 1 thread (CPU time) and 2 threads (wall time), with GFLOP/s and "%peak": the rate
@@ -35,8 +36,10 @@
 
 namespace {
 
+using peregrine::cpu::Activation;
 using peregrine::cpu::f32_gemm;
 using peregrine::cpu::f32_gemm_kernel;
+using peregrine::cpu::GemmEpilogue;
 using peregrine::cpu::GemmOperand;
 using peregrine::cpu::PackedMatrix;
 
@@ -205,21 +208,30 @@ std::string layers_of(const ModelGemm (&table)[kCount], int64_t m, int64_t n, in
   return "?";
 }
 
-// Conv as GEMM: weight (M, K) pre-packed as A, the (K, N) im2col matrix as a plain B.
-void BM_ConvGemmResNet50(benchmark::State& state) {
+// Conv as GEMM: weight (M, K) pre-packed as A, the (K, N) im2col matrix as a plain B; with
+// `fused`, the bias + Relu epilogue of a fused conv (the fused micro-kernel's path).
+void conv_gemm(benchmark::State& state, bool fused) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   const auto& kernel = f32_gemm_kernel();
-  std::vector<float> w(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  std::vector<float> w(m * k, 0.5f), b(k * n, 0.25f), c(m * n), bias(m, -0.125f);
   const PackedMatrix packed_w = PackedMatrix::pack_a(kernel, {w.data(), k, 1}, m, k);
+  GemmEpilogue ep;
+  if (fused) {
+    ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+    ep.bias = bias.data();
+    ep.activation = Activation::kRelu;
+  }
   for (auto _ : state) {
     f32_gemm(kernel, m, n, k, GemmOperand::of(packed_w), GemmOperand::of(b.data(), n, 1), c.data(),
-             n, 1.0f, 0.0f, {}, threads);
+             n, 1.0f, 0.0f, ep, threads);
     benchmark::ClobberMemory();
   }
   state.SetLabel(layers_of(kResNet50Convs, m, n, k) + " " + kernel.name);
   set_gemm_counters(state, 2.0 * m * n * k, threads);
 }
+void BM_ConvGemmResNet50(benchmark::State& state) { conv_gemm(state, false); }
+void BM_ConvGemmResNet50BiasRelu(benchmark::State& state) { conv_gemm(state, true); }
 
 // Linear layer: activations (M, K) as a plain A, weight (K, N) pre-packed as B.
 void BM_LinearGemmBert(benchmark::State& state) {
@@ -247,6 +259,7 @@ void model_shapes(benchmark::internal::Benchmark* b, const ModelGemm (&table)[kC
 }
 BENCHMARK(BM_ConvGemmResNet50)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
 BENCHMARK(BM_ConvGemmResNet50)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 2); });
+BENCHMARK(BM_ConvGemmResNet50BiasRelu)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
 BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 1); });
 BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 

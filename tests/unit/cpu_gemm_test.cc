@@ -176,6 +176,7 @@ std::vector<GemmKernelInfo> kernels_with_small_blocks() {
     small.kc = 5;
     small.mc = 2 * k->mr;
     small.nc = 2 * k->nr;
+    small.nc_l2 = 3 * k->nr;  // a pre-packed A takes this one
     out.push_back(small);
   }
   return out;

@@ -28,15 +28,17 @@ void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, s
 }
 
 // The per-ISA table. KC * (MR + NR) * 4 bytes of micro-panels fit L1 (32 KiB); MC * KC * 4
-// fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block.
+// fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block; KC * NC_L2 * 4 is
+// half of L2.
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
-     scalar::f32_gemm_fused_ukernel_4x8__scalar, f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024},
+     scalar::f32_gemm_fused_ukernel_4x8__scalar, f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024,
+     256},
     {Isa::kAvx2, "f32_gemm_ukernel_6x16__avx2", avx2::f32_gemm_ukernel_6x16__avx2,
      avx2::f32_gemm_fused_ukernel_6x16__avx2, avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144,
-     2048},
+     2048, 256},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
-     nullptr, avx512::f32_gemm_epilogue__avx512, 14, 32, 256, 140, 2048},
+     nullptr, avx512::f32_gemm_epilogue__avx512, 14, 32, 256, 140, 2048, 256},
 };
 
 constexpr size_t kAlign = 64;
@@ -78,34 +80,60 @@ GemmScratch& thread_scratch() {
 }
 
 // Packs A(i0 : i0 + mc, p0 : p0 + kc) into MR-row panels of (kc, MR), zero rows past mc.
+// Row-major A is read a column of MR rows at a time, so the panel is written in order and the
+// MR source rows stream side by side.
 void pack_a_block(MatrixView a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, int mr,
                   float* dst) {
+  const float* rows[32];  // MR <= 32
   for (int64_t ir = 0; ir < mc; ir += mr, dst += kc * mr) {
-    const int64_t rows = std::min<int64_t>(mr, mc - ir);
-    if (rows < mr) std::memset(dst, 0, sizeof(float) * static_cast<size_t>(kc * mr));
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* src = a.data + (i0 + ir + i) * a.rs + p0 * a.cs;
-      for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p * a.cs];
+    const int64_t n = std::min<int64_t>(mr, mc - ir);
+    if (a.cs != 1) {
+      if (n < mr) std::memset(dst, 0, sizeof(float) * static_cast<size_t>(kc * mr));
+      for (int64_t i = 0; i < n; ++i) {
+        const float* src = a.data + (i0 + ir + i) * a.rs + p0 * a.cs;
+        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p * a.cs];
+      }
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i) rows[i] = a.data + (i0 + ir + i) * a.rs + p0;
+    for (int64_t p = 0; p < kc; ++p) {
+      float* out = dst + p * mr;
+      for (int64_t i = 0; i < n; ++i) out[i] = rows[i][p];
+      for (int64_t i = n; i < mr; ++i) out[i] = 0.0f;
     }
   }
 }
 
 // Packs B(p0 : p0 + kc, j0 : j0 + nc) into NR-column panels of (kc, NR), each `panel_stride`
-// apart, zero columns past nc.
+// apart, zero columns past nc. Row-major B is copied a row at a time: one sequential read
+// stream, where panel order would read kc rows at once (too many streams to prefetch).
 void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, int nr,
                   int64_t panel_stride, float* dst) {
+  if (b.cs == 1) {
+    const int64_t full = nc / nr * nr;
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = b.data + (p0 + p) * b.rs + j0;
+      float* out = dst + p * nr;
+      if (nr == 16) {
+        for (int64_t jr = 0; jr < full; jr += 16, out += panel_stride)
+          std::memcpy(out, src + jr, sizeof(float) * 16);  // constant size: inline vector moves
+      } else {
+        for (int64_t jr = 0; jr < full; jr += nr, out += panel_stride)
+          std::memcpy(out, src + jr, sizeof(float) * static_cast<size_t>(nr));
+      }
+      if (full < nc) {
+        std::memcpy(out, src + full, sizeof(float) * static_cast<size_t>(nc - full));
+        std::fill(out + (nc - full), out + nr, 0.0f);
+      }
+    }
+    return;
+  }
   for (int64_t jr = 0; jr < nc; jr += nr, dst += panel_stride) {
     const int64_t cols = std::min<int64_t>(nr, nc - jr);
     for (int64_t p = 0; p < kc; ++p) {
       const float* src = b.data + (p0 + p) * b.rs + (j0 + jr) * b.cs;
       float* out = dst + p * nr;
-      if (b.cs == 1 && cols == 16) {
-        std::memcpy(out, src, sizeof(float) * 16);  // constant size: inline vector moves
-      } else if (b.cs == 1) {
-        std::memcpy(out, src, sizeof(float) * static_cast<size_t>(cols));
-      } else {
-        for (int64_t j = 0; j < cols; ++j) out[j] = src[j * b.cs];
-      }
+      for (int64_t j = 0; j < cols; ++j) out[j] = src[j * b.cs];
       for (int64_t j = cols; j < nr; ++j) out[j] = 0.0f;
     }
   }
@@ -240,13 +268,21 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // Work split: tasks are (M part) x (N block). One thread: the whole M, N by NC, so each
   // B block is packed once. More threads: split the dimension with more register tiles into
   // at least num_threads parts (whole register tiles), so no thread idles.
-  int64_t nc = kernel.nc, m_part = m;
+  // A pre-packed A (weights) costs nothing to walk again, so then the B block is sized for L2,
+  // where packing writes it and the micro-kernel reads it back; an A packed here is instead
+  // amortized over a wide B block in the shared cache.
+  int64_t nc = a.packed ? kernel.nc_l2 : kernel.nc, m_part = m;
   if (ceil_div(n, nc) < num_threads) {
     if (ceil_div(n, nr) >= ceil_div(m, mr)) {
       nc = std::min<int64_t>(nc, round_up(ceil_div(n, num_threads), nr));
     } else {
       m_part = round_up(ceil_div(m, ceil_div(num_threads, ceil_div(n, nc))), mr);
     }
+  } else {
+    // Equal N blocks, as many as a multiple of the thread count (3136 columns by 256 would
+    // leave one thread 7 blocks and the other 6).
+    const int64_t blocks = round_up(ceil_div(n, nc), num_threads);
+    nc = round_up(ceil_div(n, blocks), nr);
   }
   const int64_t parts_m = ceil_div(m, m_part), tiles_n = ceil_div(n, nc);
   // On the last K block full tiles take the epilogue in registers when the ISA can.

@@ -66,6 +66,7 @@ struct GemmKernelInfo {
   int kc;      // K block: one A and one B micro-panel stay in L1
   int mc;      // M block (multiple of mr): the packed A block stays in L2
   int nc;      // N block (multiple of nr): the packed B block stays in L3
+  int nc_l2;   // N block when A is pre-packed: the packed B block (kc, nc_l2) stays in L2
 };
 
 // The table entry for `isa`, or nullptr when this CPU cannot run it.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
@@ -55,62 +56,66 @@ struct Conv2dShape {
 
 // Implicit im2col: B(K, OH * OW) of one group of one image, row r = (ci, ki, kj), column q =
 // output pixel q, element = the input under tap (ki, kj) of pixel q (0 in the padding), packed
-// straight into the GEMM's panels. Each panel's 16-ish pixels split into runs that share an
+// straight into the GEMM's panels. The block's columns split into runs that share a panel and an
 // output row; a run whose taps all land inside the input row is one contiguous (stride 1) or
-// strided copy, the rest check each tap.
+// strided copy, the rest check each tap. Rows are packed one after another across all panels, so
+// the input is read as a few sequential streams rather than kc rows at once.
 class Im2colPacker : public BPanelPacker {
  public:
   Im2colPacker(const float* x_group, const Conv2dShape& s) : x_(x_group), s_(s) {}
 
   void pack(int64_t p0, int64_t j0, int64_t kc, int64_t nc, int nr, int64_t panel_stride,
             float* dst) const override {
-    const int64_t taps = s_.kh * s_.kw, in_plane = s_.in_h * s_.in_w;
-    for (int64_t jr = 0; jr < nc; jr += nr, dst += panel_stride) {
+    // Runs of columns within one panel and one output row: (offset in dst of the run's first
+    // element in row 0, length, oh, ow). Kept per thread: no allocation once sizes are seen.
+    struct Run {
+      int64_t offset, len, oh, ow;
+    };
+    thread_local std::vector<Run> runs;
+    runs.clear();
+    for (int64_t jr = 0; jr < nc; jr += nr) {
       const int64_t cols = std::min<int64_t>(nr, nc - jr);
-      // Runs of the panel's columns within one output row: (first column, length, oh, ow).
-      struct Run {
-        int64_t col, len, oh, ow;
-      };
-      Run runs[64];  // a panel has at most NR (<= 32) columns, one run each at worst
-      int num_runs = 0;
       for (int64_t q = 0; q < cols;) {
         const int64_t pix = j0 + jr + q, oh = pix / s_.out_w, ow = pix % s_.out_w;
         const int64_t len = std::min(cols - q, s_.out_w - ow);
-        runs[num_runs++] = Run{q, len, oh, ow};
+        runs.push_back(Run{(jr / nr) * panel_stride + q, len, oh, ow});
         q += len;
       }
-      for (int64_t p = 0; p < kc; ++p) {
-        const int64_t r = p0 + p, ci = r / taps, ki = (r / s_.kw) % s_.kh, kj = r % s_.kw;
-        const float* plane = x_ + ci * in_plane;
-        float* out = dst + p * nr;
-        for (int i = 0; i < num_runs; ++i) {
-          const Run& run = runs[i];
-          float* o = out + run.col;
-          const int64_t ih = run.oh * s_.stride_h - s_.pad_t + ki * s_.dil_h;
-          if (ih < 0 || ih >= s_.in_h) {
-            std::fill(o, o + run.len, 0.0f);
-            continue;
-          }
-          const float* in_row = plane + ih * s_.in_w;
-          const int64_t iw0 = run.ow * s_.stride_w - s_.pad_l + kj * s_.dil_w;
-          const int64_t iw_last = iw0 + (run.len - 1) * s_.stride_w;
-          if (iw0 >= 0 && iw_last < s_.in_w) {
-            if (s_.stride_w == 1 && run.len == 16) {
-              std::memcpy(o, in_row + iw0, 16 * sizeof(float));  // constant size: inlined
-            } else if (s_.stride_w == 1) {
-              std::copy(in_row + iw0, in_row + iw0 + run.len, o);
-            } else {
-              for (int64_t j = 0; j < run.len; ++j) o[j] = in_row[iw0 + j * s_.stride_w];
-            }
+    }
+    const int64_t taps = s_.kh * s_.kw, in_plane = s_.in_h * s_.in_w;
+    const int64_t last_cols = nc - (nc - 1) / nr * nr;  // columns of the last panel
+    float* last_panel = dst + (nc - 1) / nr * panel_stride;
+    for (int64_t p = 0; p < kc; ++p) {
+      const int64_t r = p0 + p, ci = r / taps, ki = (r / s_.kw) % s_.kh, kj = r % s_.kw;
+      const float* plane = x_ + ci * in_plane;
+      float* row_dst = dst + p * nr;
+      for (const Run& run : runs) {
+        float* o = row_dst + run.offset;
+        const int64_t ih = run.oh * s_.stride_h - s_.pad_t + ki * s_.dil_h;
+        if (ih < 0 || ih >= s_.in_h) {
+          std::fill(o, o + run.len, 0.0f);
+          continue;
+        }
+        const float* in_row = plane + ih * s_.in_w;
+        const int64_t iw0 = run.ow * s_.stride_w - s_.pad_l + kj * s_.dil_w;
+        const int64_t iw_last = iw0 + (run.len - 1) * s_.stride_w;
+        if (iw0 >= 0 && iw_last < s_.in_w) {
+          if (s_.stride_w == 1 && run.len == 16) {
+            std::memcpy(o, in_row + iw0, 16 * sizeof(float));  // constant size: inlined
+          } else if (s_.stride_w == 1) {
+            std::copy(in_row + iw0, in_row + iw0 + run.len, o);
           } else {
-            for (int64_t j = 0; j < run.len; ++j) {
-              const int64_t iw = iw0 + j * s_.stride_w;
-              o[j] = iw >= 0 && iw < s_.in_w ? in_row[iw] : 0.0f;
-            }
+            for (int64_t j = 0; j < run.len; ++j) o[j] = in_row[iw0 + j * s_.stride_w];
+          }
+        } else {
+          for (int64_t j = 0; j < run.len; ++j) {
+            const int64_t iw = iw0 + j * s_.stride_w;
+            o[j] = iw >= 0 && iw < s_.in_w ? in_row[iw] : 0.0f;
           }
         }
-        std::fill(out + cols, out + nr, 0.0f);
       }
+      float* tail = last_panel + p * nr;
+      std::fill(tail + last_cols, tail + nr, 0.0f);
     }
   }
 
