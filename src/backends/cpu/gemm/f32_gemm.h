@@ -8,6 +8,7 @@
 //         jr: nc by NR
 //           ir: mc by MR micro-kernel on an MR x NR tile; edge tiles via a temporary tile;
 //                        after the last pc block the epilogue runs on the tile while it is hot.
+// With A pre-packed (weights) NC is smaller (the B block stays in L2) and ir runs outside jr.
 // beta == 0 never reads C. The micro-kernel, MR/NR and block sizes come from one per-ISA
 // table (GemmKernelInfo).
 #pragma once
