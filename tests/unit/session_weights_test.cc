@@ -128,6 +128,37 @@ TEST(SessionWeights, ConvFallbackAfterFreeingUnpacksTheWeights) {
   }
 }
 
+// The same for Gemm (transB = 0 and 1): the packed op(B) replaces B, and a FusedGemm whose Z
+// (no C) broadcasts as a column (M, 1) falls back on B restored in its stored layout.
+TEST(SessionWeights, GemmFallbackAfterFreeingRestoresB) {
+  for (int64_t trans_b : {0, 1}) {
+    SCOPED_TRACE("transB=" + std::to_string(trans_b));
+    testing::GraphBuilder b;
+    std::string x = b.input("x", {5, 24});
+    std::string w =
+        b.constant("W", testing::random_tensor(trans_b ? Shape{20, 24} : Shape{24, 20}, 6));
+    std::string z = b.input("z", {5, 1});
+    ir::Node& n = b.node("FusedGemm", {x, w, "", z}, {"y"}, "peregrine");
+    n.opset = 1;
+    n.attributes["transB"] = testing::int_attr("transB", trans_b);
+    b.output("y");
+    ir::Graph g = b.build();
+    g.opsets["peregrine"] = 1;
+    const std::string path = save(std::move(g), "e");
+    auto cpu = load(path, "cpu");
+    auto ref = load(path, "reference");
+    std::filesystem::remove(path);
+    ASSERT_TRUE(cpu && ref);
+    EXPECT_EQ(initializer(*cpu, "W")->data<float>(), nullptr) << "packed weight kept";
+    const Tensor in = testing::random_tensor({5, 24}, 12), zv = testing::random_tensor({5, 1}, 13);
+    auto got = cpu->run({{"x", in}, {"z", zv}});
+    auto want = ref->run({{"x", in}, {"z", zv}});
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+  }
+}
+
 // A weight that another kernel reads as data (here a Sub) is not freed.
 TEST(SessionWeights, WeightWithAnotherReaderKeepsItsData) {
   testing::GraphBuilder b;

@@ -148,13 +148,16 @@ class GemmKernel : public PreparedKernel {
 
   std::string name() const override { return std::string("cpu/") + gemm_.name; }
 
+  // The packed op(B) is all the kernel reads of a constant B (see run_reference_on_b).
+  bool reads_constant_data(size_t input) const override { return input != 1 || !packed_b_; }
+
   Status run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const bool has_c = ctx.has_input(2) && beta_ != 0.0f;
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || a.rank() != 2 ||
         b.rank() != 2 || (has_c && ctx.input(2).dtype() != DType::kFloat32))
-      return run_reference(ctx);
+      return run_reference_on_b(ctx);
     const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
     const int64_t n = trans_b_ ? b.dim(0) : b.dim(1);
     if ((trans_b_ ? b.dim(1) : b.dim(0)) != k) return ctx.error("inner dims of A and B differ");
@@ -164,7 +167,7 @@ class GemmKernel : public PreparedKernel {
     if (out.numel() == 0) return Status::ok();
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);
-    if (broadcast_z) return run_reference(ctx);
+    if (broadcast_z) return run_reference_on_b(ctx);
     GemmEpilogue ep = with_residual(activation_epilogue(fused_), z ? z->data<float>() : nullptr);
     ep.ldr = n;
     float* po = out.data<float>();
@@ -193,6 +196,7 @@ class GemmKernel : public PreparedKernel {
     }
     const GemmOperand op_a = GemmOperand::of(a.data<float>(), trans_a_ ? 1 : k, trans_a_ ? m : 1);
     const bool use_packed = packed_b_ && packed_b_->rows() == k && packed_b_->cols() == n;
+    if (packed_b_ && !use_packed) return run_reference_on_b(ctx);  // B's data may be freed
     const GemmOperand op_b =
         use_packed ? GemmOperand::of(*packed_b_)
                    : GemmOperand::of(b.data<float>(), trans_b_ ? 1 : n, trans_b_ ? k : 1);
@@ -206,6 +210,20 @@ class GemmKernel : public PreparedKernel {
   }
 
  private:
+  // The reference kernel on B restored from packed_b_ (op(B) unpacked, transposed back when
+  // transB): the executor may have freed the constant B. Rare, so it may allocate.
+  Status run_reference_on_b(KernelContext& ctx) {
+    if (!packed_b_) return run_reference(ctx);
+    const int64_t k = packed_b_->rows(), n = packed_b_->cols();
+    Tensor op_b = Tensor::zeros(DType::kFloat32, {k, n});
+    packed_b_->unpack(op_b.data<float>());
+    if (!trans_b_) return run_reference_with_input(ctx, 1, std::move(op_b));
+    Tensor b = Tensor::zeros(DType::kFloat32, {n, k});
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) b.data<float>()[j * k + p] = op_b.data<float>()[p * n + j];
+    return run_reference_with_input(ctx, 1, std::move(b));
+  }
+
   const GemmKernelInfo& gemm_;
   FusedEpilogue fused_;
   bool trans_a_, trans_b_;
