@@ -1,13 +1,15 @@
 // 3x3 stride-1 convolutions of the zoo models through the CPU backend (one-node Conv graph, the
-// executor's kernel path), im2col + GEMM against Winograd F(4x4, 3x3), in GFLOP/s counted as a
-// direct convolution's 2 * Cout * Cin * 9 * OH * OW (so the two paths compare by time).
+// executor's kernel path), im2col + GEMM against Winograd F(4x4, 3x3) and F(2x2, 3x3), in GFLOP/s
+// counted as a direct convolution's 2 * Cout * Cin * 9 * OH * OW (so the paths compare by time).
 //
 //   build/bin/peregrine_conv_bench --benchmark_filter='ResNet50' --benchmark_repetitions=3
 //
 // Names: <model>/<layer>_<Cin>to<Cout>_<H>x<W>/<algo>/threads:<t>; batch 1, pads 1, bias.
 // Shapes: ResNet-50 (1x3x224x224) conv2 of layer1..4 (the stride-1 blocks); YOLOv8s-style
-// (640x640) C2f bottleneck convs and the detect heads' 3x3 convs. MobileNetV2 has no case: its
-// 3x3 convs are depthwise or stride 2, which the Winograd path does not take.
+// (640x640) C2f bottleneck convs and the detect heads' 3x3 convs; VGG-16 (224x224) conv4/conv5
+// (512 channels, 28x28 and 14x14); and small maps (7x7 at 128/256 channels, 5x5 and 3x3 at 512)
+// that bound the F(2x2) rule. MobileNetV2 has no case: its 3x3 convs are depthwise or stride 2,
+// which the Winograd paths do not take.
 // The algorithm is forced with PEREGRINE_CONV_ALGO at prepare time. Single-thread rates use
 // CPU time; 2-thread ones real time.
 #include <benchmark/benchmark.h>
@@ -36,14 +38,28 @@ struct ConvShape {
 };
 
 const ConvShape kShapes[] = {
-    {"ResNet50", "layer1", 64, 64, 56, 56},      {"ResNet50", "layer2", 128, 128, 28, 28},
-    {"ResNet50", "layer3", 256, 256, 14, 14},    {"ResNet50", "layer4", 512, 512, 7, 7},
-    {"YOLO", "model.2.m", 32, 32, 160, 160},     {"YOLO", "model.4.m", 64, 64, 80, 80},
-    {"YOLO", "model.6.m", 128, 128, 40, 40},     {"YOLO", "model.8.m", 256, 256, 20, 20},
-    {"YOLO", "head.p3.cv2.0", 128, 64, 80, 80},  {"YOLO", "head.p3.cv3", 128, 128, 80, 80},
-    {"YOLO", "head.p4.cv2.0", 256, 64, 40, 40},  {"YOLO", "head.p4.cv3.0", 256, 128, 40, 40},
-    {"YOLO", "head.p5.cv2.0", 512, 64, 20, 20},  {"YOLO", "head.p5.cv3.0", 512, 128, 20, 20},
+    {"ResNet50", "layer1", 64, 64, 56, 56},
+    {"ResNet50", "layer2", 128, 128, 28, 28},
+    {"ResNet50", "layer3", 256, 256, 14, 14},
+    {"ResNet50", "layer4", 512, 512, 7, 7},
+    {"YOLO", "model.2.m", 32, 32, 160, 160},
+    {"YOLO", "model.4.m", 64, 64, 80, 80},
+    {"YOLO", "model.6.m", 128, 128, 40, 40},
+    {"YOLO", "model.8.m", 256, 256, 20, 20},
+    {"YOLO", "head.p3.cv2.0", 128, 64, 80, 80},
+    {"YOLO", "head.p3.cv3", 128, 128, 80, 80},
+    {"YOLO", "head.p4.cv2.0", 256, 64, 40, 40},
+    {"YOLO", "head.p4.cv3.0", 256, 128, 40, 40},
+    {"YOLO", "head.p5.cv2.0", 512, 64, 20, 20},
+    {"YOLO", "head.p5.cv3.0", 512, 128, 20, 20},
     {"YOLO", "head.p5.cv3.1", 128, 128, 20, 20},
+    {"VGG16", "conv4_2", 512, 512, 28, 28},
+    {"VGG16", "conv5_2", 512, 512, 14, 14},
+    {"Small", "7x7", 256, 256, 7, 7},
+    {"Small", "7x7", 128, 128, 7, 7},
+    {"Small", "7x7", 64, 64, 7, 7},
+    {"Small", "5x5", 512, 512, 5, 5},
+    {"Small", "3x3", 512, 512, 3, 3},
 };
 
 Tensor random_tensor(const Shape &shape, uint32_t seed) {
@@ -114,7 +130,7 @@ void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, int threads
 
 int main(int argc, char **argv) {
   for (const ConvShape &s : kShapes)
-    for (const char *algo : {"im2col", "winograd"})
+    for (const char *algo : {"im2col", "winograd", "winograd_f2x3"})
       for (int threads : {1, 2}) {
         const std::string name = std::string(s.model) + "/" + s.layer + "_" +
                                  std::to_string(s.in_c) + "to" + std::to_string(s.out_c) + "_" +

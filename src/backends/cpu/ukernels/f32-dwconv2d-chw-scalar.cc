@@ -38,8 +38,9 @@ void f32_dwconv2d_chw__scalar(const DwConv2dGeometry &g, const DwConv2dPlane &p,
 namespace {
 
 const DwConv2dUkernelInfo kKernels[] = {
-    {Isa::kScalar, "f32_dwconv2d_chw__scalar", scalar::f32_dwconv2d_chw__scalar},
-    {Isa::kAvx2, "f32_dwconv2d_chw__avx2", avx2::f32_dwconv2d_chw__avx2},
+    {Isa::kScalar, "f32_dwconv2d_chw__scalar", scalar::f32_dwconv2d_chw__scalar, nullptr, nullptr},
+    {Isa::kAvx2, "f32_dwconv2d_chw__avx2", avx2::f32_dwconv2d_chw__avx2, "f32_dwconv2d_c8__avx2",
+     avx2::f32_dwconv2d_c8__avx2},
 };
 
 }  // namespace

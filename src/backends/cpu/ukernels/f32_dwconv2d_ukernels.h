@@ -3,6 +3,8 @@
 //   scalar (ukernels/f32-dwconv2d-chw-scalar.cc): plain loops.
 //   avx2   (ukernels/f32-dwconv2d-chw-avx2.cc): 8 output columns per vector, 3x3 unrolled with
 //          the weights in registers, any other KH x KW through a tap loop.
+// and, where the ISA has one, a channel-blocked kernel on 8 planes at once (DwConv2dC8Block below;
+// avx2: ukernels/f32-dwconv2d-c8-avx2.cc).
 //
 // Algorithm (row-buffered, memory-bound by design): each input row the plane needs is copied once
 // into a small per-thread scratch row, zero-padded left and right and split into stride_w phases
@@ -23,6 +25,7 @@
 // f32_dwconv2d_chw_scratch_floats(g) floats, 32-byte aligned, and is private to the caller.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -88,10 +91,83 @@ inline int64_t f32_dwconv2d_chw_scratch_floats(const DwConv2dGeometry &g) {
 using F32DwConv2dChwFn = void (*)(const DwConv2dGeometry &g, const DwConv2dPlane &p,
                                   float *scratch);
 
+// ---------------------------------------------------------------------------------------------
+// Channel-blocked kernel (ukernels/f32-dwconv2d-c8-avx2.cc): 8 channels of one image at a time,
+// so its cost per vector does not depend on the row width or stride, unlike the plane kernel's per
+// row and per plane overhead (small planes, stride 2; the rule is use_dwconv2d_c8() in
+// kernels/conv_depthwise_chw.h). Input rows are transposed into a zero-padded pixel-major tile (8
+// channels per vector), every output pixel is a sum of tap vectors with no edge test and no
+// shuffle, and finished pixels are transposed back into the 8 output planes. Contract: as the
+// plane kernel's, but any stride_w >= 1 (f32_dwconv2d_c8_supported); multiplier 1 (channel c of
+// the block reads input plane c). Input is only read inside the 8 planes, output and residual only
+// touched in rows [oh_begin, oh_end).
+
+// Operands of one block of 8 consecutive channels.
+struct DwConv2dC8Block {
+  const float *input;        // 8 planes (in_h, in_w), one after another
+  const float *weights;      // (8, kh, kw)
+  const float *bias;         // (8), or nullptr: none
+  const float *residual;     // 8 planes (out_h, out_w) added after the bias, or nullptr
+  float *output;             // 8 planes (out_h, out_w)
+  int64_t oh_begin, oh_end;  // the output rows to produce, of every plane
+  float out_min, out_max;    // clamp applied after the residual (-inf, +inf: none)
+  // Applied after the clamp to each run of finished pixels, as the (8, n) tile at output + q with
+  // ldc = out_h * out_w (the 8 planes' pixels [q, q + n)); nullptr: none.
+  F32GemmEpilogueFn epilogue;
+  const GemmEpilogue *epilogue_params;
+};
+
+// Bounds of the c8 kernels: KH and KW (the row pointer array) and the tile rows (the ring's tags).
+constexpr int64_t kDwConv2dC8MaxKernel = 16;
+constexpr int64_t kDwConv2dC8MaxTileRows = 64;
+
+// Output pixels per step of the c8 kernels' compute loop: rows are computed in whole steps (the
+// extra pixels of the last step are discarded).
+constexpr int64_t kDwConv2dC8PixelStep = 4;
+// Pixels (of 8 floats) in one row of the pixel-major input tile: the left padding, the input row in
+// whole blocks of 8 pixels (the last block's pixels past in_w are zeros), and whatever the last
+// compute step reads beyond them.
+inline int64_t dwconv2d_c8_tile_w(const DwConv2dGeometry &g) {
+  const int64_t steps_w = (g.out_w + kDwConv2dC8PixelStep - 1) / kDwConv2dC8PixelStep;
+  const int64_t reach =
+      (steps_w * kDwConv2dC8PixelStep - 1) * g.stride_w + (g.kw - 1) * g.dil_w + 1;
+  return std::max(g.pad_l + (g.in_w + 7) / 8 * 8, reach);
+}
+// Tile rows kept (a ring): the rows one output row reads.
+inline int64_t dwconv2d_c8_tile_rows(const DwConv2dGeometry &g) { return (g.kh - 1) * g.dil_h + 1; }
+// Pixels of the pixel-major output buffer: up to 7 pixels left over from the previous row plus
+// one row in whole compute steps, rounded up to whole blocks of 8.
+inline int64_t dwconv2d_c8_out_pixels(const DwConv2dGeometry &g) {
+  const int64_t row =
+      (g.out_w + kDwConv2dC8PixelStep - 1) / kDwConv2dC8PixelStep * kDwConv2dC8PixelStep;
+  return (7 + row + 7) / 8 * 8;
+}
+// Scratch floats of one c8 call: the tap-major weights and bias, a zero tile row, the ring of tile
+// rows and the output buffer (each part a multiple of 8 floats, so each stays 32-byte aligned).
+inline int64_t f32_dwconv2d_c8_scratch_floats(const DwConv2dGeometry &g) {
+  const int64_t tile_row = dwconv2d_c8_tile_w(g) * 8;
+  return g.kh * g.kw * 8 + 8 + tile_row * (1 + dwconv2d_c8_tile_rows(g)) +
+         dwconv2d_c8_out_pixels(g) * 8;
+}
+
+// True when the c8 kernels take this geometry (the caller also bounds the scratch size).
+inline bool f32_dwconv2d_c8_supported(const DwConv2dGeometry &g) {
+  return g.kh >= 1 && g.kw >= 1 && g.kh <= kDwConv2dC8MaxKernel && g.kw <= kDwConv2dC8MaxKernel &&
+         g.stride_h >= 1 && g.stride_w >= 1 && g.dil_h >= 1 && g.dil_w >= 1 && g.pad_t >= 0 &&
+         g.pad_l >= 0 && g.in_h >= 1 && g.in_w >= 1 && g.out_h >= 1 && g.out_w >= 1 &&
+         dwconv2d_c8_tile_rows(g) <= kDwConv2dC8MaxTileRows;
+}
+
+// `scratch`: f32_dwconv2d_c8_scratch_floats(g) floats, 32-byte aligned, private to the caller.
+using F32DwConv2dC8Fn = void (*)(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
+                                 float *scratch);
+
 struct DwConv2dUkernelInfo {
   Isa isa;
   const char *name;  // "f32_dwconv2d_chw__avx2"
   F32DwConv2dChwFn plane;
+  const char *c8_name;  // "f32_dwconv2d_c8__avx2", or nullptr
+  F32DwConv2dC8Fn c8;   // the channel-blocked kernel, or nullptr where this ISA has none
 };
 
 // The kernel for `isa` (AVX-512 machines use the AVX2 one), or nullptr when this CPU cannot run it.
@@ -105,6 +181,7 @@ void f32_dwconv2d_chw__scalar(const DwConv2dGeometry &g, const DwConv2dPlane &p,
 
 namespace avx2 {
 void f32_dwconv2d_chw__avx2(const DwConv2dGeometry &g, const DwConv2dPlane &p, float *scratch);
+void f32_dwconv2d_c8__avx2(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch);
 }  // namespace avx2
 
 }  // namespace peregrine::cpu
