@@ -1,10 +1,12 @@
-// Winograd F(4x4, 3x3) convolution (kernels/conv_winograd_f4x3.h):
-//   - the driver at every ISA level this machine has (scalar and AVX2
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) convolution (kernels/conv_winograd_f4x3.h,
+// kernels/conv_winograd_f2x3.h):
+//   - each driver at every ISA level this machine has (scalar and AVX2
 //   transforms, each with its
 //     own GEMM) against a direct convolution in double, on odd shapes (1..57
-//     pixels, pads 0..2 and asymmetric, channels 1..300, batch 1 and 2), with
-//     bias, residual and Relu / Clip, 1 and 3 threads, the output ending at a
-//     guard page; the error bound is stated below;
+//     pixels, pads 0..2 and asymmetric, channels 1..512, batch 1 and 2), with
+//     bias, residual and Relu / Clip / LeakyRelu, 1..3 threads, the output ending at a
+//     guard page; the error bounds are stated below;
+//   - the auto rule's choice on ResNet-50-like layers (the kernel name);
 //   - Conv / peregrine.FusedConv through the CPU backend with
 //   PEREGRINE_CONV_ALGO forcing each
 //     path, against the reference backend (at the selected ISA);
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/conv_winograd_f2x3.h"
 #include "backends/cpu/kernels/conv_winograd_f4x3.h"
 #include "cpu_one_node_graph.h"
 #include "cpu_test_util.h"
@@ -48,6 +51,11 @@ std::string describe(const Case &c) {
 // the transform mixes the whole tile into it. The bound is 4x the worst
 // measured, and a wrong tap or a missing epilogue term gives an O(1) error.
 constexpr double kMaxRelError = 5e-5;
+// F(2x2) (points 0, +-1), measured the same way (scalar and AVX2 alike): 4.5e-8 .. 1.4e-7 with
+// 7 or more channels (6.3e-8 .. 7.0e-8 on 7x7x512), up to 1.03e-6 on 1-channel planes with pads
+// 1..2 (edge outputs with few taps in range). The bound is 5x the worst measured: a wrong tap or
+// a missing epilogue term still gives an O(1) error.
+constexpr double kMaxRelErrorF2x3 = 5e-6;
 
 struct Epi {
   bool bias, residual;
@@ -55,10 +63,12 @@ struct Epi {
   float p0, p1;
 };
 
-std::vector<Isa> isas() {
+using UkernelsFor = const WinogradUkernels *(*)(Isa);
+
+std::vector<Isa> isas(UkernelsFor ukernels_for) {
   std::vector<Isa> out;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2})
-    if (f32_gemm_kernel_for(isa) && winograd_f4x3_ukernels_for(isa)) out.push_back(isa);
+    if (f32_gemm_kernel_for(isa) && ukernels_for(isa)) out.push_back(isa);
   return out;
 }
 
@@ -94,9 +104,13 @@ Reference direct_conv(const Case &c, const std::vector<float> &x, const std::vec
   return r;
 }
 
-// Runs every ISA level's driver on `c` with each epilogue and 1 / 3 threads;
-// returns the worst relative error per ISA level (index: position in `levels`).
-void check_case(const std::vector<Isa> &levels, const Case &c, std::vector<double> &worst) {
+// Runs every ISA level's driver (Conv: WinogradF4x3Conv or WinogradF2x3Conv, transforms from
+// ukernels_for) on `c` with each epilogue and each thread count; returns the worst relative
+// error per ISA level (index: position in `levels`).
+template <typename Conv>
+void check_case(const std::vector<Isa> &levels, UkernelsFor ukernels_for, double bound,
+                std::initializer_list<int> thread_counts, const Case &c,
+                std::vector<double> &worst) {
   const int64_t oh = c.h + c.pt + c.pb - 2, ow = c.w + c.pl + c.pr - 2;
   std::vector<float> x = random_floats(size_t(c.n * c.c * c.h * c.w), 1);
   std::vector<float> w = random_floats(size_t(c.out_c * c.c * 9), 2);
@@ -107,13 +121,14 @@ void check_case(const std::vector<Isa> &levels, const Case &c, std::vector<doubl
   const Epi epis[] = {{false, false, Activation::kNone, 0, 0},
                       {true, false, Activation::kRelu, 0, 0},
                       {true, true, Activation::kClip, 0.0f, 0.5f},
-                      {false, true, Activation::kNone, 0, 0}};
+                      {false, true, Activation::kNone, 0, 0},
+                      {true, true, Activation::kLeakyRelu, 0.1f, 0}};
   for (size_t li = 0; li < levels.size(); ++li) {
     const GemmKernelInfo &gemm = *f32_gemm_kernel_for(levels[li]);
-    const WinogradUkernels &tr = *winograd_f4x3_ukernels_for(levels[li]);
-    WinogradF4x3Conv conv(gemm, tr, w.data(), c.out_c, c.c);
+    const WinogradUkernels &tr = *ukernels_for(levels[li]);
+    Conv conv(gemm, tr, w.data(), c.out_c, c.c);
     for (size_t ei = 0; ei < std::size(epis); ++ei)
-      for (int threads : {1, 3}) {
+      for (int threads : thread_counts) {
         const Epi &e = epis[ei];
         SCOPED_TRACE(std::string(tr.name) + " " + describe(c) + " epilogue " + std::to_string(ei) +
                      " threads=" + std::to_string(threads));
@@ -134,8 +149,9 @@ void check_case(const std::vector<Isa> &levels, const Case &c, std::vector<doubl
           if (e.residual) want += z[at], mag += std::fabs(z[at]);
           if (e.act == Activation::kRelu) want = std::max(want, 0.0);
           if (e.act == Activation::kClip) want = std::clamp<double>(want, e.p0, e.p1);
+          if (e.act == Activation::kLeakyRelu && want < 0) want *= e.p0;
           const double err = std::fabs(y.data()[at] - want) / std::max(mag, 1e-3);
-          if (!(err <= kMaxRelError)) {  // NaN too: an output never written
+          if (!(err <= bound)) {  // NaN too: an output never written
             ADD_FAILURE() << "at " << at << ": got " << y.data()[at] << " want " << want;
             break;
           }
@@ -176,10 +192,47 @@ TEST(WinogradF4x3Driver, MatchesDirectConvAtEveryIsa) {
       // so transform groups end partial and cross panel edges.
       {1, 64, 20, 34, 64, 1, 1, 1, 1},
   };
-  std::vector<Isa> levels = isas();
+  std::vector<Isa> levels = isas(winograd_f4x3_ukernels_for);
   for (const Case &c : cases) {
     std::vector<double> worst(levels.size(), 0.0);
-    check_case(levels, c, worst);
+    check_case<WinogradF4x3Conv>(levels, winograd_f4x3_ukernels_for, kMaxRelError, {1, 3}, c,
+                                 worst);
+    for (size_t li = 0; li < levels.size(); ++li)
+      std::printf("  %-6s %-40s worst error / sum|terms| = %.3g\n", isa_name(levels[li]),
+                  describe(c).c_str(), worst[li]);
+  }
+}
+
+TEST(WinogradF2x3Driver, MatchesDirectConvAtEveryIsa) {
+  const Case cases[] = {
+      // Odd maps (1x1 .. 9x4: a single, partial 2x2 tile up to odd tile counts), pads 0..2,
+      // channels 1, 7, 13.
+      {1, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 7, 2, 2, 7, 1, 1, 1, 1},
+      {2, 13, 3, 3, 7, 1, 1, 1, 1},
+      {1, 7, 5, 7, 13, 1, 1, 1, 1},
+      {2, 13, 7, 7, 13, 1, 1, 1, 1},
+      {1, 7, 9, 4, 7, 0, 0, 0, 0},
+      {1, 1, 9, 4, 1, 2, 2, 2, 2},
+      {1, 13, 5, 7, 7, 2, 0, 1, 2},
+      {1, 1, 1, 7, 1, 2, 1, 0, 2},
+      {2, 1, 3, 3, 13, 0, 0, 0, 0},
+      // 64 channels: 7x7; 4x6 (3 tiles per row padded to an 8-tile pitch); 30x30 (several
+      // blocks, one per thread).
+      {1, 64, 7, 7, 64, 1, 1, 1, 1},
+      {1, 64, 4, 6, 64, 1, 1, 1, 1},
+      {1, 64, 30, 30, 64, 1, 1, 1, 1},
+      // Cin > 256: two K blocks (KC = 256); ResNet-50 layer4 (7x7x512), batch 2.
+      {1, 300, 7, 7, 19, 1, 1, 1, 1},
+      {1, 512, 7, 7, 512, 1, 1, 1, 1},
+      {2, 512, 7, 7, 64, 1, 1, 1, 1},
+  };
+  std::vector<Isa> levels = isas(winograd_f2x3_ukernels_for);
+  ASSERT_FALSE(levels.empty());
+  for (const Case &c : cases) {
+    std::vector<double> worst(levels.size(), 0.0);
+    check_case<WinogradF2x3Conv>(levels, winograd_f2x3_ukernels_for, kMaxRelErrorF2x3, {1, 2, 3}, c,
+                                 worst);
     for (size_t li = 0; li < levels.size(); ++li)
       std::printf("  %-6s %-40s worst error / sum|terms| = %.3g\n", isa_name(levels[li]),
                   describe(c).c_str(), worst[li]);
@@ -217,6 +270,10 @@ TEST(WinogradF4x3Conv, ConvAlgoFromEnv) {
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kWinograd);
   }
   {
+    ConvAlgoEnv env("winograd_f2x3");
+    EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kWinogradF2x3);
+  }
+  {
     ConvAlgoEnv env("auto");
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kAuto);
   }
@@ -245,8 +302,10 @@ TEST(WinogradF4x3Conv, BackendMatchesReferenceWithEachAlgo) {
       {2, 17, 7, 14, 3, {0, 2, 1, 0}, "Relu", {}, true},
       {1, 64, 14, 14, 64, {1, 1, 1, 1}, "Clip", {0.0f, 6.0f}, true},
       {2, 1, 5, 2, 1, {2, 2, 2, 2}, "Relu", {}, false},
+      {1, 13, 9, 4, 7, {1, 0, 2, 1}, "Sigmoid", {}, true},
+      {2, 64, 7, 7, 64, {1, 1, 1, 1}, "LeakyRelu", {0.1f}, false},
   };
-  for (const char *algo : {"winograd", "im2col"}) {
+  for (const char *algo : {"winograd", "winograd_f2x3", "im2col"}) {
     ConvAlgoEnv env(algo);
     for (const GraphCase &gc : cases) {
       SCOPED_TRACE(std::string(algo) + " c=" + std::to_string(gc.c) +
@@ -274,13 +333,46 @@ TEST(WinogradF4x3Conv, BackendMatchesReferenceWithEachAlgo) {
       }
       OneNodeGraph g(fused ? "FusedConv" : "Conv", inputs, constant, attrs,
                      fused ? "peregrine" : "");
-      const std::string want_kernel =
-          std::string(algo) == "winograd" ? "cpu/conv-winograd_f4x3" : "cpu/conv-f32_gemm";
+      const std::string want_kernel = std::string(algo) == "winograd" ? "cpu/conv-winograd_f4x3"
+                                      : std::string(algo) == "winograd_f2x3"
+                                          ? "cpu/conv-winograd_f2x3"
+                                          : "cpu/conv-f32_gemm";
       // 5e-4: the 64-channel case sums 576 terms (sum |terms| ~150); Winograd's
       // measured ~2e-6 of that (driver test above) is up to ~3e-4 in absolute
       // terms.
       testing::compare_with_reference(g, cpu_backend(), want_kernel, 5e-4f, 1e-4f);
     }
+  }
+}
+
+// The auto rule (PEREGRINE_CONV_ALGO unset) on ResNet-50's stride-1 3x3 layers, by the kernel
+// that ran: layer4 (7x7x512) takes F(2x2), so that path is not silently unused; layer3
+// (14x14x256) keeps F(4x4); a VGG-style 14x14x512 layer, whose F(4x4) weights would outgrow
+// the cache, takes F(2x2); layer4 with 8 channels stays on im2col.
+TEST(WinogradF2x3Conv, AutoRuleRoutesSmallMapsToF2x3) {
+  using testing::int_attr;
+  using testing::ints_attr;
+  using testing::OneNodeGraph;
+  using testing::random_tensor;
+  ConvAlgoEnv env("auto");
+  struct RuleCase {
+    int64_t c, hw;
+    const char *want;
+  };
+  const RuleCase cases[] = {{512, 7, "cpu/conv-winograd_f2x3"},
+                            {256, 14, "cpu/conv-winograd_f4x3"},
+                            {512, 14, "cpu/conv-winograd_f2x3"},
+                            {8, 7, "cpu/conv-f32_gemm"}};
+  for (const RuleCase &rc : cases) {
+    SCOPED_TRACE("c=" + std::to_string(rc.c) + " hw=" + std::to_string(rc.hw));
+    OneNodeGraph g("Conv",
+                   {{"X", random_tensor({1, rc.c, rc.hw, rc.hw}, 1)},
+                    {"W", random_tensor({rc.c, rc.c, 3, 3}, 2)},
+                    {"B", random_tensor({rc.c}, 3)}},
+                   {false, true, true}, {ints_attr("pads", {1, 1, 1, 1}), int_attr("group", 1)});
+    std::string kernel;
+    g.run(cpu_backend(), 1, &kernel);
+    EXPECT_EQ(kernel.rfind(rc.want, 0), 0u) << kernel;
   }
 }
 

@@ -1,6 +1,7 @@
 // CPU kernel of Conv (float32, 2-D, NCHW, any stride / pad / dilation / group).
-//   depthwise (group == C_in, one input channel per group): the row-buffered micro-kernels
-//     (kernels/conv_depthwise_chw.h) with the epilogue fused per row; shapes outside their
+//   depthwise (group == C_in, one input channel per group): the channel-blocked (8 channels per
+//     vector) or per-plane row-buffered micro-kernels (kernels/conv_depthwise_chw.h, chosen by
+//     use_dwconv2d_c8()) with the epilogue fused; shapes outside their
 //     contract (stride_w > 2, kernels above 16) use direct_depthwise, a direct loop per output
 //     plane, the valid output column range precomputed per kernel tap.
 //   1x1, stride 1, no padding: a GEMM per (image, group) on the input planes as they are:
@@ -8,7 +9,9 @@
 //   otherwise: the same GEMM with K = Cin_g * KH * KW, its B the im2col matrix packed on the
 //     fly into the GEMM's panels (Im2colPacker), never written out whole.
 //   3x3, stride 1, dilation 1, group 1, constant weights, pads <= 2: Winograd F(4x4, 3x3)
-//     (kernels/conv_winograd_f4x3.h) where use_winograd_f4x3() or PEREGRINE_CONV_ALGO says so.
+//     (kernels/conv_winograd_f4x3.h) where use_winograd_f4x3() or PEREGRINE_CONV_ALGO says so,
+//     else Winograd F(2x2, 3x3) (kernels/conv_winograd_f2x3.h, small maps) where
+//     use_winograd_f2x3() or PEREGRINE_CONV_ALGO says so.
 // Weights (constant) are packed once per group as the GEMM's A; the bias is the epilogue's
 // per-row bias.
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/kernels/conv_depthwise_chw.h"
+#include "backends/cpu/kernels/conv_winograd_f2x3.h"
 #include "backends/cpu/kernels/conv_winograd_f4x3.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
@@ -104,6 +108,9 @@ class Im2colPacker : public BPanelPacker {
             std::memcpy(o, in_row + iw0, 16 * sizeof(float));  // constant size: inlined
           } else if (s_.stride_w == 1) {
             std::copy(in_row + iw0, in_row + iw0 + run.len, o);
+          } else if (s_.stride_w == 2) {  // a constant stride the compiler vectorizes
+            const float* src = in_row + iw0;
+            for (int64_t j = 0; j < run.len; ++j) o[j] = src[2 * j];
           } else {
             for (int64_t j = 0; j < run.len; ++j) o[j] = in_row[iw0 + j * s_.stride_w];
           }
@@ -167,8 +174,8 @@ class ConvKernel : public PreparedKernel {
   ConvKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* constant_w,
              const FusedEpilogue& fused, ConvAlgoChoice algo, bool unit_steps)
       : gemm_(gemm), fused_(fused), group_(group), algo_(algo) {
-    // The Winograd weights (4x the 3x3 weights) are built on the first run that chooses
-    // Winograd, so layers the rule leaves on im2col never hold them.
+    // The Winograd weights (F(4x4): 4x the 3x3 weights, F(2x2): 16/9x) are built on the first
+    // run that chooses that algorithm, so layers the rule leaves on im2col never hold them.
     if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
         constant_w->dim(3) == 3 && unit_steps && algo != ConvAlgoChoice::kIm2col)
       winograd_weights_ = *constant_w;
@@ -186,7 +193,11 @@ class ConvKernel : public PreparedKernel {
   }
 
   std::string name() const override {  // the algorithm of the last run
-    return std::string(last_run_winograd_ ? "cpu/conv-winograd_f4x3-" : "cpu/conv-") + gemm_.name;
+    if (const char* dw = last_run_depthwise_.load()) return std::string("cpu/conv-") + dw;
+    return std::string(last_run_winograd_        ? "cpu/conv-winograd_f4x3-"
+                       : last_run_winograd_f2x3_ ? "cpu/conv-winograd_f2x3-"
+                                                 : "cpu/conv-") +
+           gemm_.name;
   }
 
   // The packed A per group is all a GEMM conv reads of constant weights (a fallback unpacks
@@ -226,11 +237,13 @@ class ConvKernel : public PreparedKernel {
       const DwConv2dGeometry dg{s.in_h,     s.in_w,     s.out_h, s.out_w, s.kh,    s.kw,
                                 s.stride_h, s.stride_w, s.dil_h, s.dil_w, s.pad_t, s.pad_l};
       if (depthwise_chw_supported(dg)) {  // row-buffered kernel, epilogue fused per row
-        depthwise_chw(f32_dwconv2d_chw_ukernel(),
-                      DepthwiseChwArgs{px, pw, pb, pz, py, s.batch, s.in_c, s.out_c, dg}, fused_,
-                      gemm_.epilogue, threads);
+        last_run_depthwise_ =
+            depthwise_chw(f32_dwconv2d_chw_ukernel(),
+                          DepthwiseChwArgs{px, pw, pb, pz, py, s.batch, s.in_c, s.out_c, dg},
+                          fused_, gemm_.epilogue, threads);
         return Status::ok();
       }
+      last_run_depthwise_ = "direct_depthwise";
       direct_depthwise(px, pw, pb, py, s, threads);
       if (pz || fused_.activation != Activation::kNone) {
         // Residual and activation over the whole output, one row per plane.
@@ -246,14 +259,30 @@ class ConvKernel : public PreparedKernel {
       }
       return Status::ok();
     }
+    last_run_depthwise_ = nullptr;
     const WinogradConvShape ws{s.batch,  s.in_c,  s.in_h,  s.in_w, s.out_c,
                                s.out_h, s.out_w, s.pad_t, s.pad_l};
+    const bool winograd_ok = winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 &&
+                             s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.kh == 3 &&
+                             s.kw == 3 && winograd_weights_.dim(0) == s.out_c &&
+                             winograd_weights_.dim(1) == s.in_c &&
+                             std::max({s.pad_t, s.pad_l, g.pads_end[0], g.pads_end[1]}) <= 2;
+    const bool is_auto = algo_ == ConvAlgoChoice::kAuto;
     last_run_winograd_ =
-        winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 && s.stride_w == 1 &&
-        s.dil_h == 1 && s.dil_w == 1 && s.kh == 3 && s.kw == 3 &&
-        winograd_weights_.dim(0) == s.out_c && winograd_weights_.dim(1) == s.in_c &&
-        std::max({s.pad_t, s.pad_l, g.pads_end[0], g.pads_end[1]}) <= 2 &&
-        (algo_ == ConvAlgoChoice::kWinograd || use_winograd_f4x3(ws));
+        winograd_ok && (algo_ == ConvAlgoChoice::kWinograd || (is_auto && use_winograd_f4x3(ws)));
+    last_run_winograd_f2x3_ =
+        winograd_ok && !last_run_winograd_ &&
+        (algo_ == ConvAlgoChoice::kWinogradF2x3 || (is_auto && use_winograd_f2x3(ws)));
+    if (last_run_winograd_f2x3_) {
+      if (!winograd_f2x3_)
+        winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(gemm_, winograd_f2x3_ukernels(),
+                                                            winograd_weights_.data<float>(),
+                                                            s.out_c, s.in_c);
+      GemmEpilogue ep = activation_epilogue(fused_);
+      ep.residual = pz;
+      winograd_f2x3_->run(px, ws, pb, ep, py, threads);
+      return Status::ok();
+    }
     if (last_run_winograd_) {
       if (!winograd_)
         winograd_ = std::make_unique<WinogradF4x3Conv>(gemm_, winograd_f4x3_ukernels(),
@@ -319,6 +348,9 @@ class ConvKernel : public PreparedKernel {
   Tensor winograd_weights_;                     // 3x3 group-1 constant weights, unless im2col
   std::unique_ptr<WinogradF4x3Conv> winograd_;  // built from them on first use
   std::atomic<bool> last_run_winograd_{false};
+  std::unique_ptr<WinogradF2x3Conv> winograd_f2x3_;  // F(2x2): also built on first use
+  std::atomic<bool> last_run_winograd_f2x3_{false};
+  std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
 };
 
 }  // namespace

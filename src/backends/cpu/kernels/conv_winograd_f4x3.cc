@@ -70,8 +70,9 @@ Expected<ConvAlgoChoice> conv_algo_from_env() {
   if (env == nullptr || *env == '\0' || std::string(env) == "auto") return ConvAlgoChoice::kAuto;
   if (std::string(env) == "im2col") return ConvAlgoChoice::kIm2col;
   if (std::string(env) == "winograd") return ConvAlgoChoice::kWinograd;
+  if (std::string(env) == "winograd_f2x3") return ConvAlgoChoice::kWinogradF2x3;
   return invalid_input(std::string("PEREGRINE_CONV_ALGO='") + env +
-                       "': expected im2col, winograd or auto");
+                       "': expected im2col, winograd, winograd_f2x3 or auto");
 }
 
 // Measured with bench/kernels/conv_bench.cc (AMD EPYC Zen 3, AVX2, 1 and 2
@@ -80,10 +81,12 @@ Expected<ConvAlgoChoice> conv_algo_from_env() {
 // ms, layer3 (16 tiles) 4.4 -> 3.6 ms on 1 thread, even on 2), and 1.6-1.9x
 // slower on ResNet-50 layer4 (7x7: 4 tiles), where the 36 U matrices (4x the
 // weights) are streamed for too few tiles. Below 32 channels nothing was
-// measured.
+// measured. Above 256 x 256 channels the 36 U matrices (37.7 MB at 512 x 512)
+// outgrow the shared cache: VGG-16's 14x14x512 layers took 58.8 ms against
+// 12.9 (im2col) and 10.3 (F(2x2)), so those layers are left to the other rules.
 bool use_winograd_f4x3(const WinogradConvShape &s) {
   const int64_t tiles = s.batch * ceil_div(s.out_h, kTile) * ceil_div(s.out_w, kTile);
-  return s.in_c >= 32 && s.out_c >= 32 && tiles >= 16;
+  return s.in_c >= 32 && s.out_c >= 32 && s.in_c * s.out_c <= 256 * 256 && tiles >= 16;
 }
 
 WinogradF4x3Conv::WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,

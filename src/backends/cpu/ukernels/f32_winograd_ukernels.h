@@ -51,7 +51,7 @@ using F32WinogradOutputFn = void (*)(const float *m, size_t m_stride, float bias
 
 struct WinogradUkernels {
   Isa isa;
-  const char *name;  // "f32_winograd_f4x3__avx2"
+  const char *name;  // "f32_winograd_f4x3__avx2", "f32_winograd_f2x3__scalar"
   F32WinogradInputFn input;
   F32WinogradOutputFn output;
 };
@@ -74,5 +74,42 @@ void f32_winograd_f4x3_output__avx2(const float *m, size_t m_stride, float bias,
 const WinogradUkernels *winograd_f4x3_ukernels_for(Isa isa);
 // The table for selected_isa() (the best level when PEREGRINE_ISA is invalid).
 const WinogradUkernels &winograd_f4x3_ukernels();
+
+// Winograd F(2x2, 3x3) tile transforms (points 0, +-1 and infinity; kernels/conv_winograd_f2x3.h),
+// same function types and table as F(4x4) with 4x4 input tiles, 2x2 output tiles:
+//   scalar (ukernels/f32-winograd-f2x3-scalar.cc), avx2 (ukernels/f32-winograd-f2x3-avx2.cc:
+//   8 tiles per vector lane group).
+//
+//   input:  V = B^T d B  (d: a 4x4 input tile; 16 values, xi = 4 * row + column)
+//   output: Y = A^T M A  (M: the 16 products of one tile; Y: the 2x2 output tile)
+//   with    B^T = [1  0 -1  0]     A^T = [1 1  1  0]
+//                 [0  1  1  0]           [0 1 -1 -1]
+//                 [0 -1  1  0]
+//                 [0  1  0 -1]
+// The contract is F(4x4)'s above with these changes:
+//   input:  tile j starts at column 2 j; pq holds the tile row's 4 input rows split by column
+//           parity: pq[(r * 2 + p) * wq + i] is input (row r, column 2 i + p), zeros in the
+//           padding; wq >= round_up(tiles, 8) + 1, all finite. Tile j's 16 values go to column
+//           col0 + j of the 16 V_xi (same panel addressing).
+//   output: xi < 16; rows <= 2; tile j covers columns 2 j, 2 j + 1 (j < tiles = ceil(cols / 2));
+//           kernels may read m up to j < round_up(tiles, 8).
+namespace scalar {
+void f32_winograd_f2x3_input__scalar(const float *pq, size_t wq, size_t tiles, float *v,
+                                     size_t v_stride, size_t col0, size_t nr, size_t panel_stride);
+void f32_winograd_f2x3_output__scalar(const float *m, size_t m_stride, float bias, float *y,
+                                      size_t ldy, size_t rows, size_t cols);
+}  // namespace scalar
+namespace avx2 {
+void f32_winograd_f2x3_input__avx2(const float *pq, size_t wq, size_t tiles, float *v,
+                                   size_t v_stride, size_t col0, size_t nr, size_t panel_stride);
+void f32_winograd_f2x3_output__avx2(const float *m, size_t m_stride, float bias, float *y,
+                                    size_t ldy, size_t rows, size_t cols);
+}  // namespace avx2
+
+// The F(2x2) table for `isa` (AVX-512 machines use the AVX2 one), or nullptr when this CPU
+// cannot run it.
+const WinogradUkernels *winograd_f2x3_ukernels_for(Isa isa);
+// The F(2x2) table for selected_isa() (the best level when PEREGRINE_ISA is invalid).
+const WinogradUkernels &winograd_f2x3_ukernels();
 
 }  // namespace peregrine::cpu
