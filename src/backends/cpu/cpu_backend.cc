@@ -4,6 +4,7 @@
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/copy_ops.h"
 #include "backends/cpu/kernels/vector_ops.h"
 #include "backends/reference/reference_backend.h"
 #include "ops/op_schema.h"
@@ -26,6 +27,8 @@ bool CpuBackend::supports(const ir::Node& node) const {
   // NCHW <-> NHWC transposes at a chain's edges (kernels/transpose_nchw_nhwc.cc).
   if (node.domain == kPeregrineDomain && node.op_type == "ConvNhwc") return true;
   if (cpu::is_nchw_nhwc_transpose(node)) return true;
+  // Data movement, any dtype (kernels/copy_ops.h): Concat, Split, Resize nearest, Transpose.
+  if (cpu::claims_copy_op(node)) return true;
   // Fused attention (kernels/attention.h).
   if (node.domain == kPeregrineDomain && node.op_type == "Attention") return true;
   if (node.domain == kPeregrineDomain)
@@ -46,6 +49,8 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
     const ir::Node& node, const std::vector<ir::ValueType>& input_types,
     const std::vector<const Tensor*>& constant_inputs) const {
   PG_RETURN_IF_ERROR(cpu::selected_isa().status());
+  // Copies do not care about the dtype (kernels/copy_ops.h).
+  if (cpu::claims_copy_op(node)) return cpu::prepare_copy_op(node);
   // A statically known non-float32 operand goes to the reference kernel right away.
   for (const auto& t : input_types)
     if (!is_float32_or_unknown(t)) return reference_backend().prepare(node, input_types);

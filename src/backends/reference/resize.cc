@@ -8,6 +8,7 @@
 #include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
 #include "core/checked_math.h"
+#include "ops/resize_coordinate.h"
 #include "ops/resize_util.h"
 
 namespace peregrine {
@@ -62,46 +63,20 @@ double cubic_kernel(double x, double a) {
 bool resize_taps(const ResizeSettings& s, int64_t x, int64_t in_len, int64_t out_len,
                  double scale, double roi_start, double roi_end, std::vector<Tap>* taps) {
   taps->clear();
-  const double in_f = static_cast<double>(in_len);
-  const double out_w = scale * in_f;  // the unrounded output length
-  const double xf = static_cast<double>(x);
   double x_ori = 0;
-  const std::string& ctm = s.coordinate_mode;
-  if (ctm == "half_pixel") {
-    x_ori = (xf + 0.5) / scale - 0.5;
-  } else if (ctm == "half_pixel_symmetric") {
-    double adjustment = static_cast<double>(out_len) / out_w;
-    double offset = in_f / 2 * (1 - adjustment);
-    x_ori = offset + (xf + 0.5) / scale - 0.5;
-  } else if (ctm == "pytorch_half_pixel") {
-    x_ori = out_len > 1 ? (xf + 0.5) / scale - 0.5 : -0.5;
-  } else if (ctm == "align_corners") {
-    x_ori = out_w == 1 ? 0.0 : xf * (in_f - 1) / (out_w - 1);
-  } else if (ctm == "asymmetric") {
-    x_ori = xf / scale;
-  } else {  // tf_crop_and_resize
-    double span = (roi_end - roi_start) * (in_f - 1);
-    x_ori = out_w == 1 ? span / 2 : xf * span / (out_w - 1);
-    x_ori += roi_start * (in_f - 1);
-    if (!(x_ori >= 0 && x_ori <= in_f - 1)) return false;  // also catches NaN
-  }
-
+  if (!resize_source_coordinate(s.coordinate_mode, x, in_len, out_len, scale, roi_start, roi_end,
+                                &x_ori))
+    return false;
   // ratio in (0, 1]: the sample point lies in (left, left + 1].
-  double floor_x = std::floor(x_ori);
-  double ratio = x_ori == floor_x ? 1.0 : x_ori - floor_x;
-  int64_t left = static_cast<int64_t>(x_ori == floor_x ? floor_x - 1 : floor_x);
+  int64_t left = 0;
+  double ratio = 0;
+  resize_split_coordinate(x_ori, &left, &ratio);
 
   // Weights for points left + k, k from `first`.
   std::vector<double> weights;
   int64_t first = 0;
   if (s.mode == "nearest") {
-    bool take_right;
-    if (ratio == 1.0) take_right = true;
-    else if (s.nearest_mode == "round_prefer_floor") take_right = ratio > 0.5;
-    else if (s.nearest_mode == "round_prefer_ceil") take_right = ratio >= 0.5;
-    else if (s.nearest_mode == "floor") take_right = false;
-    else if (s.nearest_mode == "ceil") take_right = true;
-    else take_right = scale < 1;  // "simple" (Resize-10, Upsample): ceil when downsampling
+    const bool take_right = resize_nearest_takes_right(s.nearest_mode, ratio, scale);
     weights = {take_right ? 0.0 : 1.0, take_right ? 1.0 : 0.0};
   } else if (s.mode == "linear" && !s.antialias) {
     weights = {1 - ratio, ratio};
