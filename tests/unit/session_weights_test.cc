@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include <unistd.h>
 
@@ -37,6 +38,24 @@ std::unique_ptr<Session> load(const std::string& path, const std::string& backen
 
 const std::optional<Tensor>& initializer(const Session& s, const std::string& name) {
   return s.model().graph.values.at(name).initializer;
+}
+
+// Saves `g` (peregrine-domain ops at opset 1), loads it on the CPU and reference backends,
+// expects the CPU session to have freed initializer `freed`, and compares one run of each.
+void expect_freed_and_matching(ir::Graph g, const std::string& tag, const std::string& freed,
+                               const std::map<std::string, Tensor>& feeds) {
+  g.opsets["peregrine"] = 1;
+  const std::string path = save(std::move(g), tag);
+  auto cpu = load(path, "cpu");
+  auto ref = load(path, "reference");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(cpu && ref);
+  EXPECT_EQ(initializer(*cpu, freed)->data<float>(), nullptr) << "packed weight kept";
+  auto got = cpu->run(feeds);
+  auto want = ref->run(feeds);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
 }
 
 // y = MatMul(MatMul(x, W1), W2): both weights are packed by their kernels and freed.
@@ -79,20 +98,9 @@ TEST(SessionWeights, FallbackAfterFreeingUnpacksTheWeight) {
   std::string z = b.input("z", {5, 1});
   b.node("FusedMatMul", {x, w, z}, {"y"}, "peregrine").opset = 1;
   b.output("y");
-  ir::Graph g = b.build();
-  g.opsets["peregrine"] = 1;
-  const std::string path = save(std::move(g), "c");
-  auto cpu = load(path, "cpu");
-  auto ref = load(path, "reference");
-  std::filesystem::remove(path);
-  ASSERT_TRUE(cpu && ref);
-  EXPECT_EQ(initializer(*cpu, "W")->data<float>(), nullptr) << "packed weight kept";
-  const Tensor in = testing::random_tensor({5, 24}, 12), zv = testing::random_tensor({5, 1}, 13);
-  auto got = cpu->run({{"x", in}, {"z", zv}});
-  auto want = ref->run({{"x", in}, {"z", zv}});
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  ASSERT_TRUE(want.is_ok()) << want.status().message();
-  testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+  expect_freed_and_matching(b.build(), "c", "W",
+                            {{"x", testing::random_tensor({5, 24}, 12)},
+                             {"z", testing::random_tensor({5, 1}, 13)}});
 }
 
 // The same for a convolution's weights (a 1x1 conv: GEMM path, no Winograd copy): freed, and a
@@ -142,20 +150,9 @@ TEST(SessionWeights, GemmFallbackAfterFreeingRestoresB) {
     n.opset = 1;
     n.attributes["transB"] = testing::int_attr("transB", trans_b);
     b.output("y");
-    ir::Graph g = b.build();
-    g.opsets["peregrine"] = 1;
-    const std::string path = save(std::move(g), "e");
-    auto cpu = load(path, "cpu");
-    auto ref = load(path, "reference");
-    std::filesystem::remove(path);
-    ASSERT_TRUE(cpu && ref);
-    EXPECT_EQ(initializer(*cpu, "W")->data<float>(), nullptr) << "packed weight kept";
-    const Tensor in = testing::random_tensor({5, 24}, 12), zv = testing::random_tensor({5, 1}, 13);
-    auto got = cpu->run({{"x", in}, {"z", zv}});
-    auto want = ref->run({{"x", in}, {"z", zv}});
-    ASSERT_TRUE(got.is_ok()) << got.status().message();
-    ASSERT_TRUE(want.is_ok()) << want.status().message();
-    testing::expect_close({got->begin()->second}, {want->begin()->second}, 1e-4f);
+    expect_freed_and_matching(b.build(), "e", "W",
+                              {{"x", testing::random_tensor({5, 24}, 12)},
+                               {"z", testing::random_tensor({5, 1}, 13)}});
   }
 }
 

@@ -28,6 +28,7 @@
 #include <immintrin.h>
 
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
+#include "backends/cpu/ukernels/f32_vmask_avx2.h"
 
 namespace peregrine::cpu::avx2 {
 
@@ -35,18 +36,6 @@ namespace {
 
 constexpr int64_t kStep = kDwConv2dC8PixelStep;  // 4: the unrolled pixels below assume it
 static_assert(kStep == 4);
-
-// Lanes [0, n) set, n <= 8.
-inline __m256i tail_mask(int64_t n) {
-  alignas(32) static const int32_t kOnes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                                0,  0,  0,  0,  0,  0,  0,  0};
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kOnes + 8 - n));
-}
-
-// min(max(v, lo), hi) that keeps NaN (maxps / minps return their second operand on NaN).
-inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) {
-  return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
-}
 
 // In-register transpose of the 8x8 block r (r[i] = row i): afterwards r[j] holds column j.
 inline void transpose8x8(__m256 r[8]) {

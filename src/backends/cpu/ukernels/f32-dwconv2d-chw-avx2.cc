@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "backends/cpu/ukernels/f32_dwconv2d_chw_impl.h"
+#include "backends/cpu/ukernels/f32_vmask_avx2.h"
 
 namespace peregrine::cpu::avx2 {
 
@@ -24,18 +25,6 @@ inline __m256 even_of(__m256 lo, __m256 hi) {
 // x[0], x[2], ..., x[14] of 16 contiguous floats.
 inline __m256 load_even(const float *x) {
   return even_of(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
-}
-
-// Lanes [0, n) set, for the last n < 8 columns of a row.
-inline __m256i tail_mask(int64_t n) {
-  alignas(32) static const int32_t kOnes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                                0,  0,  0,  0,  0,  0,  0,  0};
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kOnes + 8 - n));
-}
-
-// min(max(v, lo), hi) that keeps NaN (maxps / minps return their second operand on NaN).
-inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) {
-  return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
 }
 
 // Residual add, clamp and store of the vector of columns [ow, ow + n), n <= 8.
