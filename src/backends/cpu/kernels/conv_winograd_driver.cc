@@ -49,8 +49,7 @@ void split_phase_rows(int64_t m, const float *plane, int64_t h, int64_t w, int64
   }
 }
 
-}  // namespace
-
+// U_xi (Cout, Cin) for xi = (m + 2) * row + column, from w (Cout, Cin, 3, 3) and G ((m + 2) x 3).
 std::vector<PackedMatrix> winograd_pack_weights(const GemmKernelInfo &gemm, int64_t tile,
                                                 const double (*g_matrix)[3], const float *w,
                                                 int64_t out_c, int64_t in_c) {
@@ -183,6 +182,23 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
     float *v = conv_scratch_floats(scratch);
     for (int64_t b = 0; b < blocks; ++b) run_block(b * block_rows, v, threads);
   }
+}
+
+}  // namespace
+
+WinogradConv::WinogradConv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
+                           int64_t tile, const double (*g)[3], const float *w, int64_t out_c,
+                           int64_t in_c)
+    : gemm_(gemm),
+      transforms_(transforms),
+      tile_(tile),
+      out_c_(out_c),
+      in_c_(in_c),
+      u_(winograd_pack_weights(gemm, tile, g, w, out_c, in_c)) {}
+
+void WinogradConv::run(const float *x, const WinogradConvShape &s, const float *bias,
+                       const GemmEpilogue &ep, float *y, int threads) const {
+  winograd_run(tile_, gemm_, transforms_, u_, x, s, bias, ep, y, threads);
 }
 
 }  // namespace peregrine::cpu

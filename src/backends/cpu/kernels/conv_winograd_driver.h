@@ -8,20 +8,39 @@
 #include <vector>
 
 #include "backends/cpu/gemm/f32_gemm.h"
-#include "backends/cpu/kernels/conv_winograd_f4x3.h"  // WinogradConvShape
 #include "backends/cpu/ukernels/f32_winograd_ukernels.h"
 
 namespace peregrine::cpu {
 
-// U_xi (Cout, Cin) for xi = (m + 2) * row + column, from w (Cout, Cin, 3, 3) and G ((m + 2) x 3).
-std::vector<PackedMatrix> winograd_pack_weights(const GemmKernelInfo &gemm, int64_t tile,
-                                                const double (*g_matrix)[3], const float *w,
-                                                int64_t out_c, int64_t in_c);
+// The geometry the Winograd path sees (pads beyond the input read zeros).
+struct WinogradConvShape {
+  int64_t batch = 0, in_c = 0, in_h = 0, in_w = 0;
+  int64_t out_c = 0, out_h = 0, out_w = 0;
+  int64_t pad_t = 0, pad_l = 0;
+};
 
-// y = act(conv(x) + bias + residual) with output tiles of `tile` x `tile`, `transforms` that
-// algorithm's tile transforms, u from winograd_pack_weights; see WinogradF4x3Conv::run.
-void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
-                  const std::vector<PackedMatrix> &u, const float *x, const WinogradConvShape &s,
-                  const float *bias, const GemmEpilogue &ep, float *y, int threads);
+// One layer's Winograd F(tile x tile, 3x3) convolution: its transformed weights and the driver.
+class WinogradConv {
+ public:
+  // w: (Cout, Cin, 3, 3) row-major; g: G, (tile + 2) x 3. The GEMM and transform tables (that
+  // algorithm's, for `tile`) must outlive this object.
+  WinogradConv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, int64_t tile,
+               const double (*g)[3], const float *w, int64_t out_c, int64_t in_c);
+
+  int64_t out_c() const { return out_c_; }
+  int64_t in_c() const { return in_c_; }
+
+  // y(N, Cout, OH, OW) = act(conv(x) + bias + residual): x (N, Cin, H, W); bias (Cout) or
+  // nullptr; ep: the activation and residual (ep.residual of y's layout, or nullptr; its bias
+  // fields are ignored). Runs on up to `threads` threads of cpu_thread_pool().
+  void run(const float *x, const WinogradConvShape &s, const float *bias, const GemmEpilogue &ep,
+           float *y, int threads) const;
+
+ private:
+  const GemmKernelInfo &gemm_;
+  const WinogradUkernels &transforms_;
+  int64_t tile_, out_c_, in_c_;
+  std::vector<PackedMatrix> u_;  // (tile + 2)^2 packed (Cout, Cin) A operands, xi = row-major
+};
 
 }  // namespace peregrine::cpu

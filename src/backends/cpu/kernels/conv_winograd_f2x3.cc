@@ -3,8 +3,6 @@
 // (kernels/conv_winograd_driver.h) with 2x2 output tiles.
 #include "backends/cpu/kernels/conv_winograd_f2x3.h"
 
-#include "backends/cpu/kernels/conv_winograd_driver.h"
-
 namespace peregrine::cpu {
 namespace {
 
@@ -40,13 +38,6 @@ bool use_winograd_f2x3(const WinogradConvShape &s) {
 
 WinogradF2x3Conv::WinogradF2x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
                                    const float *w, int64_t out_c, int64_t in_c)
-    : gemm_(gemm), transforms_(transforms), out_c_(out_c), in_c_(in_c) {
-  u_ = winograd_pack_weights(gemm, kTile, kG, w, out_c, in_c);
-}
-
-void WinogradF2x3Conv::run(const float *x, const WinogradConvShape &s, const float *bias,
-                           const GemmEpilogue &ep, float *y, int threads) const {
-  winograd_run(kTile, gemm_, transforms_, u_, x, s, bias, ep, y, threads);
-}
+    : WinogradConv(gemm, transforms, kTile, kG, w, out_c, in_c) {}
 
 }  // namespace peregrine::cpu

@@ -33,27 +33,12 @@ namespace peregrine::cpu {
 // where F(2x2) beat im2col + GEMM in bench/kernels/conv_bench.cc (see its definition).
 bool use_winograd_f2x3(const WinogradConvShape &s);
 
-class WinogradF2x3Conv {
+// F(2x2): 16 packed (Cout, Cin) A operands, xi = 4 * row + column.
+class WinogradF2x3Conv : public WinogradConv {
  public:
-  // w: (Cout, Cin, 3, 3) row-major. The GEMM and transform tables (winograd_f2x3_ukernels*)
-  // must outlive this object.
+  // w: (Cout, Cin, 3, 3) row-major; transforms: winograd_f2x3_ukernels*.
   WinogradF2x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
                    int64_t out_c, int64_t in_c);
-
-  int64_t out_c() const { return out_c_; }
-  int64_t in_c() const { return in_c_; }
-
-  // y(N, Cout, OH, OW) = act(conv(x) + bias + residual): x (N, Cin, H, W); bias (Cout) or
-  // nullptr; ep: the activation and residual (ep.residual of y's layout, or nullptr; its bias
-  // fields are ignored). Runs on up to `threads` threads of cpu_thread_pool().
-  void run(const float *x, const WinogradConvShape &s, const float *bias, const GemmEpilogue &ep,
-           float *y, int threads) const;
-
- private:
-  const GemmKernelInfo &gemm_;
-  const WinogradUkernels &transforms_;
-  int64_t out_c_, in_c_;
-  std::vector<PackedMatrix> u_;  // 16 packed (Cout, Cin) A operands, xi = 4 * row + column
 };
 
 }  // namespace peregrine::cpu

@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cpu/kernels/conv_winograd_driver.h"
-
 namespace peregrine::cpu {
 namespace {
 
@@ -51,13 +49,6 @@ bool use_winograd_f4x3(const WinogradConvShape &s) {
 
 WinogradF4x3Conv::WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
                                    const float *w, int64_t out_c, int64_t in_c)
-    : gemm_(gemm), transforms_(transforms), out_c_(out_c), in_c_(in_c) {
-  u_ = winograd_pack_weights(gemm, kTile, kG, w, out_c, in_c);
-}
-
-void WinogradF4x3Conv::run(const float *x, const WinogradConvShape &s, const float *bias,
-                           const GemmEpilogue &ep, float *y, int threads) const {
-  winograd_run(kTile, gemm_, transforms_, u_, x, s, bias, ep, y, threads);
-}
+    : WinogradConv(gemm, transforms, kTile, kG, w, out_c, in_c) {}
 
 }  // namespace peregrine::cpu

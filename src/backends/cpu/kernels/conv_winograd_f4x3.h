@@ -20,17 +20,11 @@
 #include <vector>
 
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_winograd_driver.h"
 #include "backends/cpu/ukernels/f32_winograd_ukernels.h"
 #include "core/status.h"
 
 namespace peregrine::cpu {
-
-// The geometry the Winograd path sees (pads beyond the input read zeros).
-struct WinogradConvShape {
-  int64_t batch = 0, in_c = 0, in_h = 0, in_w = 0;
-  int64_t out_c = 0, out_h = 0, out_w = 0;
-  int64_t pad_t = 0, pad_l = 0;
-};
 
 // Which algorithm a stride-1 3x3 Conv uses: PEREGRINE_CONV_ALGO=im2col|winograd|winograd_f2x3
 // forces one (winograd: F(4x4), kernels/conv_winograd_f4x3.h; winograd_f2x3: F(2x2),
@@ -45,28 +39,12 @@ Expected<ConvAlgoChoice> conv_algo_from_env();
 // bench/kernels/conv_bench.cc (see the comment at its definition).
 bool use_winograd_f4x3(const WinogradConvShape &s);
 
-class WinogradF4x3Conv {
+// F(4x4): 36 packed (Cout, Cin) A operands, xi = 6 * row + column.
+class WinogradF4x3Conv : public WinogradConv {
  public:
-  // w: (Cout, Cin, 3, 3) row-major. The GEMM and transform tables must outlive
-  // this object.
+  // w: (Cout, Cin, 3, 3) row-major; transforms: winograd_f4x3_ukernels*.
   WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
                    int64_t out_c, int64_t in_c);
-
-  int64_t out_c() const { return out_c_; }
-  int64_t in_c() const { return in_c_; }
-
-  // y(N, Cout, OH, OW) = act(conv(x) + bias + residual): x (N, Cin, H, W); bias
-  // (Cout) or nullptr; ep: the activation and residual (ep.residual of y's
-  // layout, or nullptr; its bias fields are ignored). Runs on up to `threads`
-  // threads of cpu_thread_pool().
-  void run(const float *x, const WinogradConvShape &s, const float *bias, const GemmEpilogue &ep,
-           float *y, int threads) const;
-
- private:
-  const GemmKernelInfo &gemm_;
-  const WinogradUkernels &transforms_;
-  int64_t out_c_, in_c_;
-  std::vector<PackedMatrix> u_;  // 36 packed (Cout, Cin) A operands, xi = 6 * row + column
 };
 
 }  // namespace peregrine::cpu
