@@ -23,11 +23,11 @@ using cpu::testing::GuardedBuffer;
 using cpu::testing::random_floats;
 
 TEST(CpuGemv, MatchesNaiveLoop) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     const GemmKernelInfo *kernel = f32_gemm_kernel_for(isa);
     if (!kernel) continue;
     for (int64_t k : {1, 255, 256, 257, 700})
-      for (int64_t n : {1, 7, 13, 17, 127}) {
+      for (int64_t n : {1, 7, 13, 17, 33, 127}) {
         const std::vector<float> bv = random_floats(size_t(k * n), 2);
         const PackedMatrix b = PackedMatrix::pack_b(*kernel, MatrixView{bv.data(), n, 1}, k, n);
         for (int64_t m = 1; m <= kGemvMaxM; ++m)

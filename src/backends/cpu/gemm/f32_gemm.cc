@@ -15,10 +15,6 @@ namespace avx2 {
 void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
                              size_t col0, const GemmEpilogue& ep);
 }  // namespace avx2
-namespace avx512 {
-void f32_gemm_epilogue__avx512(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
-                               size_t col0, const GemmEpilogue& ep);
-}  // namespace avx512
 
 namespace {
 
@@ -29,7 +25,8 @@ void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, s
 
 // The per-ISA table. KC * (MR + NR) * 4 bytes of micro-panels fit L1 (32 KiB); MC * KC * 4
 // fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block; KC * NC_L2 * 4 is
-// half of L2.
+// half of L2. The AVX-512 table keeps the AVX2 epilogue: it is the one with vectorized
+// transcendental activations, and every AVX-512 CPU runs AVX2.
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
      scalar::f32_gemm_fused_ukernel_4x8__scalar, f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024,
@@ -38,7 +35,8 @@ const GemmKernelInfo kKernels[] = {
      avx2::f32_gemm_fused_ukernel_6x16__avx2, avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144,
      2048, 256},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
-     nullptr, avx512::f32_gemm_epilogue__avx512, 14, 32, 256, 140, 2048, 256},
+     avx512::f32_gemm_fused_ukernel_14x32__avx512, avx2::f32_gemm_epilogue__avx2, 14, 32, 256, 140,
+     2048, 256},
 };
 
 constexpr size_t kAlign = 64;

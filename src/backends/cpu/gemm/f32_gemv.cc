@@ -30,7 +30,9 @@ F32GemvPanelFn f32_gemv_panel_kernel(Isa isa, const PackedMatrix &b) {
   if (isa == Isa::kScalar && b.width() == 8) return scalar::f32_gemv_panel__scalar;
   if (isa == Isa::kAvx2 && b.width() == 16 && isa_supported(Isa::kAvx2))
     return avx2::f32_gemv_panel_16__avx2;
-  return nullptr;  // AVX-512 tables (NR = 32) keep the BLIS driver
+  if (isa == Isa::kAvx512 && b.width() == 32 && isa_supported(Isa::kAvx512))
+    return avx512::f32_gemv_panel_32__avx512;
+  return nullptr;
 }
 
 bool f32_gemv_applies(const GemmKernelInfo &kernel, int64_t m, const PackedMatrix &b) {

@@ -35,6 +35,12 @@ namespace avx2 {
 void f32_gemv_panel_16__avx2(size_t m, size_t k, const float *a, size_t lda, const float *packed_b,
                              size_t panels, size_t panel, size_t kc, float *tile);
 }  // namespace avx2
+namespace avx512 {
+// NR == 32 only.
+void f32_gemv_panel_32__avx512(size_t m, size_t k, const float *a, size_t lda,
+                               const float *packed_b, size_t panels, size_t panel, size_t kc,
+                               float *tile);
+}  // namespace avx512
 
 // The panel kernel for `b`'s layout at `isa`, or nullptr when none fits (the caller then uses
 // f32_gemm).

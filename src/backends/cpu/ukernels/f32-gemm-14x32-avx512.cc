@@ -6,26 +6,53 @@
 
 #include "backends/cpu/ukernels/f32_gemm_ukernels.h"
 
+// GCC 12's _mm512_max_ps / _mm512_min_ps pass an _mm512_undefined_ps() pass-through operand
+// that -Wmaybe-uninitialized reports once inlined; it is never read (the mask is all ones).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace peregrine::cpu::avx512 {
 
-void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
-                                    float alpha, float beta) {
-  constexpr int kMr = 14;
-  __m512 acc0[kMr], acc1[kMr];
+namespace {
+
+constexpr int kMr = 14;
+
+// acc(14, 32) = A panel (kc, 14) * B panel (kc, 32), all 28 accumulators in registers.
+inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const float* a,
+                                                            const float* b, __m512 (&acc0)[kMr],
+                                                            __m512 (&acc1)[kMr]) {
+  __m512 r0[kMr], r1[kMr];
 #pragma GCC unroll 14
-  for (int i = 0; i < kMr; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  for (int i = 0; i < kMr; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_load_ps(b);       // B(p, 0:16)
     const __m512 b1 = _mm512_load_ps(b + 16);  // B(p, 16:32)
 #pragma GCC unroll 14
     for (int i = 0; i < kMr; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
-      acc0[i] = _mm512_fmadd_ps(av, b0, acc0[i]);
-      acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
+      r0[i] = _mm512_fmadd_ps(av, b0, r0[i]);
+      r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
     }
     a += kMr;
     b += 32;
   }
+#pragma GCC unroll 14
+  for (int i = 0; i < kMr; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
+}
+
+// The loop as a call of its own for the fused kernel, so the epilogue's registers cannot push
+// an accumulator onto the stack inside the K loop (as GCC 12 did with the AVX2 kernel).
+__attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const float* a,
+                                                           const float* b, __m512 (&acc0)[kMr],
+                                                           __m512 (&acc1)[kMr]) {
+  accumulate_14x32(kc, a, b, acc0, acc1);
+}
+
+}  // namespace
+
+void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
+                                    float alpha, float beta) {
+  __m512 acc0[kMr], acc1[kMr];
+  accumulate_14x32(kc, a, b, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha);
   if (beta == 0.0f) {
 #pragma GCC unroll 14
@@ -42,6 +69,46 @@ void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, f
       _mm512_storeu_ps(row + 16,
                        _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16), _mm512_mul_ps(va, acc1[i])));
     }
+  }
+}
+
+void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
+                                          size_t ldc, float alpha, float beta,
+                                          const F32GemmTileEpilogue& ep) {
+  __m512 acc0[kMr], acc1[kMr];
+  accumulate_14x32_separately(kc, a, b, acc0, acc1);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
+  __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
+  if (ep.bias_col) {
+    col0 = _mm512_loadu_ps(ep.bias_col);
+    col1 = _mm512_loadu_ps(ep.bias_col + 16);
+  }
+  for (int i = 0; i < kMr; ++i) {
+    float* row = c + i * ldc;
+    __m512 v0 = _mm512_mul_ps(va, acc0[i]), v1 = _mm512_mul_ps(va, acc1[i]);
+    if (beta != 0.0f) {
+      v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row), v0);
+      v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16), v1);
+    }
+    __m512 add0 = col0, add1 = col1;
+    if (ep.bias_row) {
+      const __m512 br = _mm512_set1_ps(ep.bias_row[i]);
+      add0 = _mm512_add_ps(add0, br);
+      add1 = _mm512_add_ps(add1, br);
+    }
+    v0 = _mm512_add_ps(v0, add0);
+    v1 = _mm512_add_ps(v1, add1);
+    if (ep.residual) {
+      const float* r = ep.residual + i * ep.ldr;
+      v0 = _mm512_add_ps(v0, _mm512_loadu_ps(r));
+      v1 = _mm512_add_ps(v1, _mm512_loadu_ps(r + 16));
+    }
+    // max/min return their second operand when either is NaN: v last keeps NaN.
+    v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
+    v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+    _mm512_storeu_ps(row, v0);
+    _mm512_storeu_ps(row + 16, v1);
   }
 }
 

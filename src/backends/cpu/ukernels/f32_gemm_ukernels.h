@@ -53,6 +53,9 @@ void f32_gemm_fused_ukernel_6x16__avx2(size_t kc, const float* a, const float* b
 namespace avx512 {
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                     float alpha, float beta);
+void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
+                                          size_t ldc, float alpha, float beta,
+                                          const F32GemmTileEpilogue& ep);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu
