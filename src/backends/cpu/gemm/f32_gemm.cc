@@ -23,6 +23,12 @@ void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, s
   apply_epilogue(c, ldc, rows, cols, row0, col0, ep);
 }
 
+// The 14x32 AVX-512 micro-kernel against the 6x16 AVX2 one on L1-resident panels (BM_Ukernel,
+// AMD Zen 4, which runs a 512-bit FMA as two 256-bit halves: 114 vs 97 GFLOP/s). CPUs with two
+// full-width 512-bit FMA units would be near 2; the lower figure only makes the choice between
+// tile shapes (f32_gemm_kernel_for_shape) favour the narrower tile more often.
+constexpr double kAvx512RelativeRate = 1.15;
+
 // The per-ISA table. KC * (MR + NR) * 4 bytes of micro-panels fit L1 (32 KiB); MC * KC * 4
 // fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block; KC * NC_L2 * 4 is
 // half of L2. The AVX-512 table keeps the AVX2 epilogue: it is the one with vectorized
@@ -30,13 +36,13 @@ void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, s
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
      scalar::f32_gemm_fused_ukernel_4x8__scalar, f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024,
-     256},
+     256, 0.1},
     {Isa::kAvx2, "f32_gemm_ukernel_6x16__avx2", avx2::f32_gemm_ukernel_6x16__avx2,
      avx2::f32_gemm_fused_ukernel_6x16__avx2, avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144,
-     2048, 256},
+     2048, 256, 1.0},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
      avx512::f32_gemm_fused_ukernel_14x32__avx512, avx2::f32_gemm_epilogue__avx2, 14, 32, 256, 140,
-     2048, 256},
+     2048, 256, kAvx512RelativeRate},
 };
 
 constexpr size_t kAlign = 64;
@@ -115,6 +121,9 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
       if (nr == 16) {
         for (int64_t jr = 0; jr < full; jr += 16, out += panel_stride)
           std::memcpy(out, src + jr, sizeof(float) * 16);  // constant size: inline vector moves
+      } else if (nr == 32) {
+        for (int64_t jr = 0; jr < full; jr += 32, out += panel_stride)
+          std::memcpy(out, src + jr, sizeof(float) * 32);
       } else {
         for (int64_t jr = 0; jr < full; jr += nr, out += panel_stride)
           std::memcpy(out, src + jr, sizeof(float) * static_cast<size_t>(nr));
@@ -195,6 +204,28 @@ const GemmKernelInfo& f32_gemm_kernel() {
   const GemmKernelInfo* k =
       f32_gemm_kernel_for(isa.is_ok() ? isa.value() : cpu_features().best_isa());
   return k ? *k : kKernels[0];
+}
+
+std::vector<const GemmKernelInfo*> f32_gemm_kernel_candidates() {
+  const Expected<Isa>& selected = selected_isa();
+  const Isa top = selected.is_ok() ? selected.value() : cpu_features().best_isa();
+  std::vector<const GemmKernelInfo*> out;
+  for (const auto& k : kKernels)
+    if (k.isa <= top && isa_supported(k.isa)) out.push_back(&k);
+  return out;
+}
+
+double f32_gemm_relative_time(const GemmKernelInfo& kernel, int64_t m, int64_t n) {
+  const double rows = m > 0 ? static_cast<double>(round_up(m, kernel.mr)) / m : 1.0;
+  const double cols = n > 0 ? static_cast<double>(round_up(n, kernel.nr)) / n : 1.0;
+  return rows * cols / kernel.relative_rate;
+}
+
+const GemmKernelInfo& f32_gemm_kernel_for_shape(int64_t m, int64_t n) {
+  const GemmKernelInfo* best = &f32_gemm_kernel();
+  for (const GemmKernelInfo* k : f32_gemm_kernel_candidates())
+    if (f32_gemm_relative_time(*k, m, n) < f32_gemm_relative_time(*best, m, n)) best = k;
+  return *best;
 }
 
 void PackedMatrix::Free::operator()(float* p) const { std::free(p); }

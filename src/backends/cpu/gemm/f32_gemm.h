@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/ukernels/f32_gemm_ukernels.h"
@@ -68,12 +69,24 @@ struct GemmKernelInfo {
   int mc;      // M block (multiple of mr): the packed A block stays in L2
   int nc;      // N block (multiple of nr): the packed B block stays in L3
   int nc_l2;   // N block when A is pre-packed: the packed B block (kc, nc_l2) stays in L2
+  // The micro-kernel's rate relative to the AVX2 one, for choosing between tile shapes.
+  double relative_rate;
 };
 
 // The table entry for `isa`, or nullptr when this CPU cannot run it.
 const GemmKernelInfo* f32_gemm_kernel_for(Isa isa);
 // The entry for selected_isa() (the best level when PEREGRINE_ISA is invalid).
 const GemmKernelInfo& f32_gemm_kernel();
+
+// Every kernel this CPU runs at or below the selected ISA level (scalar first).
+std::vector<const GemmKernelInfo*> f32_gemm_kernel_candidates();
+// Estimated time of an (m, n) product on `kernel`, in relative units: the area of the tiles it
+// computes (m and n rounded up to MR and NR) over its relative rate. m or n <= 0 means
+// unknown (large): that dimension counts no padding.
+double f32_gemm_relative_time(const GemmKernelInfo& kernel, int64_t m, int64_t n);
+// The candidate with the least relative time for (m, n): a wide tile pads small dimensions
+// (AVX-512's 14 x 32 computes twice the columns of a 16-column product).
+const GemmKernelInfo& f32_gemm_kernel_for_shape(int64_t m, int64_t n);
 
 // Element (r, c) of a matrix is data[r * rs + c * cs].
 struct MatrixView {

@@ -194,10 +194,11 @@ class ConvKernel : public PreparedKernel {
 
   std::string name() const override {  // the algorithm of the last run
     if (const char* dw = last_run_depthwise_.load()) return std::string("cpu/conv-") + dw;
-    return std::string(last_run_winograd_        ? "cpu/conv-winograd_f4x3-"
-                       : last_run_winograd_f2x3_ ? "cpu/conv-winograd_f2x3-"
-                                                 : "cpu/conv-") +
-           gemm_.name;
+    if (last_run_winograd_ && winograd_)
+      return std::string("cpu/conv-winograd_f4x3-") + winograd_->gemm().name;
+    if (last_run_winograd_f2x3_ && winograd_f2x3_)
+      return std::string("cpu/conv-winograd_f2x3-") + winograd_f2x3_->gemm().name;
+    return std::string("cpu/conv-") + gemm_.name;
   }
 
   // The packed A per group is all a GEMM conv reads of constant weights (a fallback unpacks
@@ -275,9 +276,9 @@ class ConvKernel : public PreparedKernel {
         (algo_ == ConvAlgoChoice::kWinogradF2x3 || (is_auto && use_winograd_f2x3(ws)));
     if (last_run_winograd_f2x3_) {
       if (!winograd_f2x3_)
-        winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(gemm_, winograd_f2x3_ukernels(),
-                                                            winograd_weights_.data<float>(),
-                                                            s.out_c, s.in_c);
+        winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(
+            winograd_gemm_kernel(WinogradF2x3Conv::kTile, ws), winograd_f2x3_ukernels(),
+            winograd_weights_.data<float>(), s.out_c, s.in_c);
       GemmEpilogue ep = activation_epilogue(fused_);
       ep.residual = pz;
       winograd_f2x3_->run(px, ws, pb, ep, py, threads);
@@ -285,9 +286,9 @@ class ConvKernel : public PreparedKernel {
     }
     if (last_run_winograd_) {
       if (!winograd_)
-        winograd_ = std::make_unique<WinogradF4x3Conv>(gemm_, winograd_f4x3_ukernels(),
-                                                       winograd_weights_.data<float>(), s.out_c,
-                                                       s.in_c);
+        winograd_ = std::make_unique<WinogradF4x3Conv>(
+            winograd_gemm_kernel(WinogradF4x3Conv::kTile, ws), winograd_f4x3_ukernels(),
+            winograd_weights_.data<float>(), s.out_c, s.in_c);
       GemmEpilogue ep = activation_epilogue(fused_);
       ep.residual = pz;
       winograd_->run(px, ws, pb, ep, py, threads);
@@ -368,8 +369,10 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
   bool unit_steps = true;
   for (int64_t v : strides) unit_steps = unit_steps && v == 1;
   for (int64_t v : dilations) unit_steps = unit_steps && v == 1;
-  return std::unique_ptr<PreparedKernel>(
-      std::make_unique<ConvKernel>(f32_gemm_kernel(), group, w, fused, algo, unit_steps));
+  // The weights are the GEMM's A (Cout / group rows); the output pixels (N) are not known yet.
+  const int64_t rows = w && w->rank() == 4 ? w->dim(0) / group : 0;
+  return std::unique_ptr<PreparedKernel>(std::make_unique<ConvKernel>(
+      f32_gemm_kernel_for_shape(rows, 0), group, w, fused, algo, unit_steps));
 }
 
 }  // namespace peregrine::cpu

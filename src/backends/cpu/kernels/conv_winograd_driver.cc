@@ -79,22 +79,23 @@ std::vector<PackedMatrix> winograd_pack_weights(const GemmKernelInfo &gemm, int6
   return packed;
 }
 
-void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
-                  const std::vector<PackedMatrix> &u, const float *x, const WinogradConvShape &s,
-                  const float *bias, const GemmEpilogue &ep, float *y, int threads) {
+// How a layer is cut: tile rows per block and GEMM columns per tile row (pitch).
+struct WinogradBlocking {
+  int64_t block_rows, pitch;
+};
+
+WinogradBlocking winograd_blocking(int64_t tile, const WinogradConvShape &s, int64_t nr) {
   const int64_t points = (tile + 2) * (tile + 2);
   const int64_t tiles_h = ceil_div(s.out_h, tile), tiles_w = ceil_div(s.out_w, tile);
   const int64_t tile_rows = s.batch * tiles_h;  // (image, tile row), flattened
-  if (tile_rows == 0 || tiles_w == 0 || s.out_c == 0) return;
-  const int64_t wq = ceil_div(tiles_w, kLanes) * kLanes + 1;
   const int64_t row_bytes = points * (s.in_c + s.out_c) * tiles_w * int64_t{sizeof(float)};
   // Tile rows per block: V + M within kScratchBytes (L2-sized, so the transforms' scattered
   // streams hit cache), but at least Cout * Cin / (Cin + Cout) tiles, so streaming the U
   // matrices once per block costs no more than V and M do (deep layers: one block).
   const int64_t min_tiles = s.out_c * s.in_c / (s.in_c + s.out_c);
   const int64_t block_rows = std::clamp<int64_t>(
-      std::max(kScratchBytes / row_bytes, ceil_div(min_tiles, tiles_w)), 1, tile_rows);
-  const int64_t nr = gemm.nr, kc = gemm.kc;
+      std::max(kScratchBytes / std::max<int64_t>(row_bytes, 1), ceil_div(min_tiles, tiles_w)), 1,
+      std::max<int64_t>(tile_rows, 1));
   // Columns per tile row in V and M (pitch): tiles_w, or rounded up to whole 8-tile groups
   // where that adds no GEMM columns past the last NR panel (ResNet-50 layers 1, 2, 4): then every
   // AVX2 transform group is one full vector store inside one panel (partial groups and groups
@@ -104,6 +105,20 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
   const int64_t pitch =
       ceil_div(block_rows * pitch_groups, nr) == ceil_div(block_rows * tiles_w, nr) ? pitch_groups
                                                                                     : tiles_w;
+  return {block_rows, pitch};
+}
+
+void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
+                  const std::vector<PackedMatrix> &u, const float *x, const WinogradConvShape &s,
+                  const float *bias, const GemmEpilogue &ep, float *y, int threads) {
+  const int64_t points = (tile + 2) * (tile + 2);
+  const int64_t tiles_h = ceil_div(s.out_h, tile), tiles_w = ceil_div(s.out_w, tile);
+  const int64_t tile_rows = s.batch * tiles_h;  // (image, tile row), flattened
+  if (tile_rows == 0 || tiles_w == 0 || s.out_c == 0) return;
+  const int64_t wq = ceil_div(tiles_w, kLanes) * kLanes + 1;
+  const int64_t nr = gemm.nr, kc = gemm.kc;
+  const WinogradBlocking blocking = winograd_blocking(tile, s, nr);
+  const int64_t block_rows = blocking.block_rows, pitch = blocking.pitch;
   const int64_t nb_max = block_rows * pitch;
   const int64_t blocks = ceil_div(tile_rows, block_rows);
   const size_t scratch = static_cast<size_t>(
@@ -185,6 +200,23 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
 }
 
 }  // namespace
+
+const GemmKernelInfo &winograd_gemm_kernel(int64_t tile, const WinogradConvShape &s) {
+  const GemmKernelInfo *best = &f32_gemm_kernel();
+  const int64_t tiles_w = ceil_div(s.out_w, tile);
+  // Padding of M by MR, and of a block's tiles by pitch and then by NR (F(2x2) on a 7x7 map:
+  // 16 tiles, pitch 8 gives 32 columns with NR = 32 against 16 with NR = 16).
+  auto time = [&](const GemmKernelInfo &k) {
+    const WinogradBlocking b = winograd_blocking(tile, s, k.nr);
+    const int64_t tiles = b.block_rows * tiles_w,
+                  columns = ceil_div(b.block_rows * b.pitch, k.nr) * k.nr;
+    return f32_gemm_relative_time(k, s.out_c, 0) * static_cast<double>(columns) /
+           static_cast<double>(std::max<int64_t>(tiles, 1));
+  };
+  for (const GemmKernelInfo *k : f32_gemm_kernel_candidates())
+    if (time(*k) < time(*best)) best = k;
+  return *best;
+}
 
 WinogradConv::WinogradConv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
                            int64_t tile, const double (*g)[3], const float *w, int64_t out_c,

@@ -19,6 +19,10 @@ struct WinogradConvShape {
   int64_t pad_t = 0, pad_l = 0;
 };
 
+// The GEMM kernel for the layer's (tile + 2)^2 products of (Cout, Cin) x (Cin, tiles of a
+// block): f32_gemm_kernel_for_shape's rule, with the columns each kernel's NR gives the block.
+const GemmKernelInfo &winograd_gemm_kernel(int64_t tile, const WinogradConvShape &s);
+
 // One layer's Winograd F(tile x tile, 3x3) convolution: its transformed weights and the driver.
 class WinogradConv {
  public:
@@ -27,6 +31,7 @@ class WinogradConv {
   WinogradConv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, int64_t tile,
                const double (*g)[3], const float *w, int64_t out_c, int64_t in_c);
 
+  const GemmKernelInfo &gemm() const { return gemm_; }
   int64_t out_c() const { return out_c_; }
   int64_t in_c() const { return in_c_; }
 

@@ -6,7 +6,7 @@
 namespace peregrine::cpu {
 namespace {
 
-constexpr int64_t kTile = 2;  // output tile side
+constexpr int64_t kTile = WinogradF2x3Conv::kTile;
 
 // G of F(2, 3): U = G g G^T.
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};

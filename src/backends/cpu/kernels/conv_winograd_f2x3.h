@@ -36,6 +36,7 @@ bool use_winograd_f2x3(const WinogradConvShape &s);
 // F(2x2): 16 packed (Cout, Cin) A operands, xi = 4 * row + column.
 class WinogradF2x3Conv : public WinogradConv {
  public:
+  static constexpr int64_t kTile = 2;  // output tile side
   // w: (Cout, Cin, 3, 3) row-major; transforms: winograd_f2x3_ukernels*.
   WinogradF2x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
                    int64_t out_c, int64_t in_c);

@@ -9,7 +9,7 @@
 namespace peregrine::cpu {
 namespace {
 
-constexpr int64_t kTile = 4;  // output tile side
+constexpr int64_t kTile = WinogradF4x3Conv::kTile;
 
 // G of F(4, 3): U = G g G^T.
 constexpr double kG[6][3] = {{1.0 / 4, 0, 0},

@@ -42,6 +42,7 @@ bool use_winograd_f4x3(const WinogradConvShape &s);
 // F(4x4): 36 packed (Cout, Cin) A operands, xi = 6 * row + column.
 class WinogradF4x3Conv : public WinogradConv {
  public:
+  static constexpr int64_t kTile = 4;  // output tile side
   // w: (Cout, Cin, 3, 3) row-major; transforms: winograd_f4x3_ukernels*.
   WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
                    int64_t out_c, int64_t in_c);

@@ -236,8 +236,10 @@ class GemmKernel : public PreparedKernel {
 Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
     const ir::Node& node, const std::vector<const Tensor*>& constants, const FusedEpilogue& fused) {
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+  // A constant B fixes N (its last dimension); M (rows of A) is not known yet.
+  const int64_t n = b && b->rank() >= 2 ? b->dim(b->rank() - 1) : 0;
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<MatMulKernel>(f32_gemm_kernel(), b, fused));
+      std::make_unique<MatMulKernel>(f32_gemm_kernel_for_shape(0, n), b, fused));
 }
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
@@ -249,8 +251,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
   PG_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.0f));
   PG_ASSIGN_OR_RETURN(float beta, attrs.get_float("beta", 1.0f));
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+  const int64_t n = b && b->rank() == 2 ? b->dim(trans_b != 0 ? 0 : 1) : 0;
   return std::unique_ptr<PreparedKernel>(std::make_unique<GemmKernel>(
-      f32_gemm_kernel(), trans_a != 0, trans_b != 0, alpha, beta, b, fused));
+      f32_gemm_kernel_for_shape(0, n), trans_a != 0, trans_b != 0, alpha, beta, b, fused));
 }
 
 }  // namespace peregrine::cpu
