@@ -35,14 +35,14 @@ constexpr double kAvx512RelativeRate = 1.15;
 // transcendental activations, and every AVX-512 CPU runs AVX2.
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
-     scalar::f32_gemm_fused_ukernel_4x8__scalar, f32_gemm_epilogue__scalar, 4, 8, 256, 128, 1024,
-     256, 0.1},
+     scalar::f32_gemm_fused_ukernel_4x8__scalar, nullptr, f32_gemm_epilogue__scalar, 4, 8, 256, 128,
+     1024, 256, 0.1},
     {Isa::kAvx2, "f32_gemm_ukernel_6x16__avx2", avx2::f32_gemm_ukernel_6x16__avx2,
-     avx2::f32_gemm_fused_ukernel_6x16__avx2, avx2::f32_gemm_epilogue__avx2, 6, 16, 256, 144,
-     2048, 256, 1.0},
+     avx2::f32_gemm_fused_ukernel_6x16__avx2, nullptr, avx2::f32_gemm_epilogue__avx2, 6, 16, 256,
+     144, 2048, 256, 1.0},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
-     avx512::f32_gemm_fused_ukernel_14x32__avx512, avx2::f32_gemm_epilogue__avx2, 14, 32, 256, 140,
-     2048, 256, kAvx512RelativeRate},
+     avx512::f32_gemm_fused_ukernel_14x32__avx512, avx512::f32_gemm_partial_ukernel_14x32__avx512,
+     avx2::f32_gemm_epilogue__avx2, 14, 32, 256, 140, 2048, 256, kAvx512RelativeRate},
 };
 
 constexpr size_t kAlign = 64;
@@ -396,6 +396,13 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
               kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
                              beta_block);
             }
+          } else if (kernel.partial_ukernel) {
+            F32GemmTileEpilogue te;
+            if (fuse_epilogue) te = tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr);
+            kernel.partial_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
+                                   static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
+                                   alpha, beta_block, fuse_epilogue ? &te : nullptr);
+            epilogue_done = fuse_epilogue;
           } else {
             // Edge: the full tile goes to scratch, the valid part is merged into C.
             float* t = scratch.tile;

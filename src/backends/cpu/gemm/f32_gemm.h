@@ -63,6 +63,8 @@ struct GemmKernelInfo {
   const char* name;  // "f32_gemm_ukernel_6x16__avx2"
   F32GemmUkernelFn ukernel;
   F32GemmFusedUkernelFn fused_ukernel;  // min/max-type epilogues in registers; may be nullptr
+  // Edge tiles straight into C; nullptr: the full kernel on a temporary tile, merged into C.
+  F32GemmPartialUkernelFn partial_ukernel;
   F32GemmEpilogueFn epilogue;
   int mr, nr;  // register tile
   int kc;      // K block: one A and one B micro-panel stay in L1

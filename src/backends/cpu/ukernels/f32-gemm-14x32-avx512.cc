@@ -47,7 +47,85 @@ __attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const floa
   accumulate_14x32(kc, a, b, acc0, acc1);
 }
 
+// The first R rows of the 14 x 32 product (the A panel keeps its 14-row stride), for edge
+// tiles. A call of its own for the reason above.
+template <int R>
+__attribute__((noinline)) void accumulate_rows(size_t kc, const float* a, const float* b,
+                                               __m512 (&acc0)[kMr], __m512 (&acc1)[kMr]) {
+  __m512 r0[R], r1[R];
+#pragma GCC unroll 14
+  for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
+  for (size_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 14
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
+      r0[i] = _mm512_fmadd_ps(av, b0, r0[i]);
+      r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
+    }
+    a += kMr;
+    b += 32;
+  }
+#pragma GCC unroll 14
+  for (int i = 0; i < R; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
+}
+
+using AccumulateRowsFn = void (*)(size_t, const float*, const float*, __m512 (&)[kMr],
+                                  __m512 (&)[kMr]);
+// kAccumulateRows[r - 1]: the first r rows.
+constexpr AccumulateRowsFn kAccumulateRows[kMr] = {
+    accumulate_rows<1>,  accumulate_rows<2>,  accumulate_rows<3>,  accumulate_rows<4>,
+    accumulate_rows<5>,  accumulate_rows<6>,  accumulate_rows<7>,  accumulate_rows<8>,
+    accumulate_rows<9>,  accumulate_rows<10>, accumulate_rows<11>, accumulate_rows<12>,
+    accumulate_rows<13>, accumulate_rows<14>};
+
 }  // namespace
+
+void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
+                                            const float* b, float* c, size_t ldc, float alpha,
+                                            float beta, const F32GemmTileEpilogue* ep) {
+  __m512 acc0[kMr], acc1[kMr];
+  kAccumulateRows[rows - 1](kc, a, b, acc0, acc1);
+  // Columns 0..15 and 16..31 that exist in C: every load and store below is masked to them.
+  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
+                                              : cols <= 16 ? 0u
+                                                           : (1u << (cols - 16)) - 1u);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
+  if (ep && ep->bias_col) {
+    col0 = _mm512_maskz_loadu_ps(m0, ep->bias_col);
+    col1 = _mm512_maskz_loadu_ps(m1, ep->bias_col + 16);
+  }
+  for (size_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    __m512 v0 = _mm512_mul_ps(va, acc0[i]), v1 = _mm512_mul_ps(va, acc1[i]);
+    if (beta != 0.0f) {
+      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), v0);
+      v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), v1);
+    }
+    if (ep) {
+      __m512 add0 = col0, add1 = col1;
+      if (ep->bias_row) {
+        const __m512 br = _mm512_set1_ps(ep->bias_row[i]);
+        add0 = _mm512_add_ps(add0, br);
+        add1 = _mm512_add_ps(add1, br);
+      }
+      v0 = _mm512_add_ps(v0, add0);
+      v1 = _mm512_add_ps(v1, add1);
+      if (ep->residual) {
+        const float* r = ep->residual + i * ep->ldr;
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, r));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, r + 16));
+      }
+      const __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+      v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
+      v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+    }
+    _mm512_mask_storeu_ps(row, m0, v0);
+    _mm512_mask_storeu_ps(row + 16, m1, v1);
+  }
+}
 
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                     float alpha, float beta) {

@@ -8,7 +8,8 @@
 //      64-byte aligned.
 //   c: row-major with row stride ldc (elements); the full MR x NR tile is written.
 //   beta == 0 never reads C (NaN/Inf there do not propagate). kc may be 0 (C = beta * C).
-// Edge tiles are the driver's job: it runs the kernel on a temporary MR x NR tile.
+// Edge tiles are the driver's job: a partial kernel (where the ISA has one) or the full kernel
+// on a temporary MR x NR tile.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,11 @@ struct F32GemmTileEpilogue {
   size_t ldr = 0;
   float lo = 0.0f, hi = 0.0f;
 };
+// An edge tile: rows <= MR, cols <= NR of the tile, computed and stored straight into C (no
+// temporary tile); the panels keep their MR / NR layout. ep == nullptr: no epilogue.
+using F32GemmPartialUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, const float* a,
+                                         const float* b, float* c, size_t ldc, float alpha,
+                                         float beta, const F32GemmTileEpilogue* ep);
 using F32GemmFusedUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c,
                                        size_t ldc, float alpha, float beta,
                                        const F32GemmTileEpilogue& ep);
@@ -56,6 +62,9 @@ void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, f
 void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
                                           size_t ldc, float alpha, float beta,
                                           const F32GemmTileEpilogue& ep);
+void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
+                                            const float* b, float* c, size_t ldc, float alpha,
+                                            float beta, const F32GemmTileEpilogue* ep);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu
