@@ -47,21 +47,23 @@ __attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const floa
   accumulate_14x32(kc, a, b, acc0, acc1);
 }
 
-// The first R rows of the 14 x 32 product (the A panel keeps its 14-row stride), for edge
-// tiles. A call of its own for the reason above.
-template <int R>
-__attribute__((noinline)) void accumulate_rows(size_t kc, const float* a, const float* b,
+// The first R rows and V vectors of 16 columns of the 14 x 32 product (the panels keep their
+// 14-row and 32-column strides), for edge tiles: a tile 4 columns wide costs half a full one,
+// not all of it. A call of its own for the reason above.
+template <int R, int V>
+__attribute__((noinline)) void accumulate_part(size_t kc, const float* a, const float* b,
                                                __m512 (&acc0)[kMr], __m512 (&acc1)[kMr]) {
   __m512 r0[R], r1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+    const __m512 b0 = _mm512_load_ps(b);
+    const __m512 b1 = V == 2 ? _mm512_load_ps(b + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
       r0[i] = _mm512_fmadd_ps(av, b0, r0[i]);
-      r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
+      if constexpr (V == 2) r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
     }
     a += kMr;
     b += 32;
@@ -70,14 +72,15 @@ __attribute__((noinline)) void accumulate_rows(size_t kc, const float* a, const 
   for (int i = 0; i < R; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
 }
 
-using AccumulateRowsFn = void (*)(size_t, const float*, const float*, __m512 (&)[kMr],
+using AccumulatePartFn = void (*)(size_t, const float*, const float*, __m512 (&)[kMr],
                                   __m512 (&)[kMr]);
-// kAccumulateRows[r - 1]: the first r rows.
-constexpr AccumulateRowsFn kAccumulateRows[kMr] = {
-    accumulate_rows<1>,  accumulate_rows<2>,  accumulate_rows<3>,  accumulate_rows<4>,
-    accumulate_rows<5>,  accumulate_rows<6>,  accumulate_rows<7>,  accumulate_rows<8>,
-    accumulate_rows<9>,  accumulate_rows<10>, accumulate_rows<11>, accumulate_rows<12>,
-    accumulate_rows<13>, accumulate_rows<14>};
+// kRowsOf<v>[r - 1]: the first r rows, v vectors.
+template <int V>
+constexpr AccumulatePartFn kRowsOf[kMr] = {
+    accumulate_part<1, V>,  accumulate_part<2, V>,  accumulate_part<3, V>,  accumulate_part<4, V>,
+    accumulate_part<5, V>,  accumulate_part<6, V>,  accumulate_part<7, V>,  accumulate_part<8, V>,
+    accumulate_part<9, V>,  accumulate_part<10, V>, accumulate_part<11, V>, accumulate_part<12, V>,
+    accumulate_part<13, V>, accumulate_part<14, V>};
 
 }  // namespace
 
@@ -85,7 +88,7 @@ void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc,
                                             const float* b, float* c, size_t ldc, float alpha,
                                             float beta, const F32GemmTileEpilogue* ep) {
   __m512 acc0[kMr], acc1[kMr];
-  kAccumulateRows[rows - 1](kc, a, b, acc0, acc1);
+  (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, acc0, acc1);
   // Columns 0..15 and 16..31 that exist in C: every load and store below is masked to them.
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
