@@ -298,6 +298,34 @@ TEST(F32Gemm, ThreadCountDoesNotChangeResults) {
   EXPECT_EQ(c1, c3);
 }
 
+// The per-shape choice: padded tile area over the kernel's rate, among the levels up to the
+// selected one.
+TEST(F32GemmKernelForShape, LeastPaddedWorkAmongSelectedLevels) {
+  const std::vector<const GemmKernelInfo*> candidates = f32_gemm_kernel_candidates();
+  ASSERT_FALSE(candidates.empty());
+  for (const GemmKernelInfo* k : candidates) {
+    EXPECT_LE(static_cast<int>(k->isa), static_cast<int>(f32_gemm_kernel().isa)) << k->name;
+    // Whole tiles: no padding; unknown sizes count none either.
+    EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 3 * k->mr, 2 * k->nr), 1.0 / k->relative_rate);
+    EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 0, 0), 1.0 / k->relative_rate);
+    // One row and column: a whole tile computed for one element.
+    EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 1, 1), k->mr * k->nr / k->relative_rate);
+  }
+  for (int64_t m : {1, 6, 14, 16, 64, 197, 512})
+    for (int64_t n : {0, 1, 16, 17, 32, 49, 196, 3072}) {
+      const GemmKernelInfo& chosen = f32_gemm_kernel_for_shape(m, n);
+      for (const GemmKernelInfo* k : candidates)
+        EXPECT_LE(f32_gemm_relative_time(chosen, m, n), f32_gemm_relative_time(*k, m, n))
+            << "m=" << m << " n=" << n << " " << chosen.name << " vs " << k->name;
+    }
+  const GemmKernelInfo* avx2 = f32_gemm_kernel_for(Isa::kAvx2);
+  const GemmKernelInfo* avx512 = f32_gemm_kernel_for(Isa::kAvx512);
+  if (avx2 && avx512 && f32_gemm_kernel().isa == Isa::kAvx512) {
+    EXPECT_EQ(&f32_gemm_kernel_for_shape(512, 16), avx2);  // 32-wide tiles: half wasted
+    EXPECT_EQ(&f32_gemm_kernel_for_shape(512, 4096), avx512);
+  }
+}
+
 TEST(ThreadPool, RunsEveryTaskOnceWithDistinctThreadIds) {
   ThreadPool pool;
   for (int threads : {1, 2, 3, 5}) {
