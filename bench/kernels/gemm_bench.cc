@@ -201,6 +201,13 @@ constexpr ModelGemm kBertLinears[] = {
     {"FFN down", 128, 768, 3072},
 };
 
+// ViT-B/16 encoder layer, 197 tokens: the same weights with M = 197 (14 x 14 + 1 rows of A).
+constexpr ModelGemm kVitLinears[] = {
+    {"Q/K/V/out projection x4", 197, 768, 768},
+    {"MLP up", 197, 3072, 768},
+    {"MLP down", 197, 768, 3072},
+};
+
 template <size_t kCount>
 std::string layers_of(const ModelGemm (&table)[kCount], int64_t m, int64_t n, int64_t k) {
   for (const ModelGemm& g : table)
@@ -234,7 +241,8 @@ void BM_ConvGemmResNet50(benchmark::State& state) { conv_gemm(state, false); }
 void BM_ConvGemmResNet50BiasRelu(benchmark::State& state) { conv_gemm(state, true); }
 
 // Linear layer: activations (M, K) as a plain A, weight (K, N) pre-packed as B.
-void BM_LinearGemmBert(benchmark::State& state) {
+template <size_t kCount>
+void linear_gemm(benchmark::State& state, const ModelGemm (&table)[kCount]) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   const auto& kernel = f32_gemm_kernel();
@@ -245,9 +253,11 @@ void BM_LinearGemmBert(benchmark::State& state) {
              n, 1.0f, 0.0f, {}, threads);
     benchmark::ClobberMemory();
   }
-  state.SetLabel(layers_of(kBertLinears, m, n, k) + " " + kernel.name);
+  state.SetLabel(layers_of(table, m, n, k) + " " + kernel.name);
   set_gemm_counters(state, 2.0 * m * n * k, threads);
 }
+void BM_LinearGemmBert(benchmark::State& state) { linear_gemm(state, kBertLinears); }
+void BM_LinearGemmVit(benchmark::State& state) { linear_gemm(state, kVitLinears); }
 
 template <size_t kCount>
 void model_shapes(benchmark::internal::Benchmark* b, const ModelGemm (&table)[kCount],
@@ -262,6 +272,8 @@ BENCHMARK(BM_ConvGemmResNet50)->Apply([](auto* b) { model_shapes(b, kResNet50Con
 BENCHMARK(BM_ConvGemmResNet50BiasRelu)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
 BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 1); });
 BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
+BENCHMARK(BM_LinearGemmVit)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
+BENCHMARK(BM_LinearGemmVit)->Apply([](auto* b) { model_shapes(b, kVitLinears, 2); });
 
 }  // namespace
 
