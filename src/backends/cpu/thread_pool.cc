@@ -41,10 +41,13 @@ void ThreadPool::ensure_workers(int count) {
 void ThreadPool::claim_tasks(int thread) {
   const bool was_in_task = in_pool_task;
   in_pool_task = true;
-  for (;;) {
-    const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= num_tasks_) break;
-    (*fn_)(task, thread);
+  for (int r = 0; r < threads_; ++r) {  // its own range first, then the others'
+    TaskRange& range = ranges_[static_cast<size_t>((thread + r) % threads_)];
+    for (;;) {
+      const int64_t task = range.next.fetch_add(1, std::memory_order_relaxed);
+      if (task >= range.end) break;
+      (*fn_)(task, thread);
+    }
   }
   in_pool_task = was_in_task;
 }
@@ -86,12 +89,18 @@ void ThreadPool::run(int64_t num_tasks, int num_threads, TaskFn fn) {
   }
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   ensure_workers(threads - 1);
+  if (ranges_.size() < static_cast<size_t>(threads))
+    ranges_ = std::vector<TaskRange>(static_cast<size_t>(threads));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     fn_ = &fn;
-    num_tasks_ = num_tasks;
+    threads_ = threads;
+    for (int i = 0; i < threads; ++i) {
+      TaskRange& range = ranges_[static_cast<size_t>(i)];
+      range.next.store(num_tasks * i / threads, std::memory_order_relaxed);
+      range.end = num_tasks * (i + 1) / threads;
+    }
     participants_ = threads - 1;
-    next_task_.store(0, std::memory_order_relaxed);
     pending_workers_.store(threads - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }

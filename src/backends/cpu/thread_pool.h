@@ -1,8 +1,13 @@
 // A persistent thread pool for kernels: parallel_for over a task count with exactly the
 // requested number of threads (the caller plus num_threads - 1 workers).
 //
-// Workers are created on first need and live as long as the pool. A run allocates nothing:
-// the task function is passed by reference, tasks are claimed from an atomic counter.
+// Workers are created on first need and live as long as the pool. A run allocates nothing
+// (once the pool has seen its thread count): the task function is passed by reference, and
+// tasks are claimed from atomic counters. Each thread owns an equal contiguous range of the
+// tasks and claims from it first, then from the other threads' ranges: the same thread then
+// handles the same part of each tensor from one kernel to the next (a conv's output channels
+// are still in that core's L2 when the next layer reads them), and a thread the host slows
+// down still has its tasks taken over.
 // Idle workers spin for a bounded number of iterations, then sleep on a condition variable,
 // so an idle session does not burn a core. Calls from several threads are serialized; a
 // parallel_for issued from inside a task runs inline on the calling thread.
@@ -63,8 +68,13 @@ class ThreadPool {
   std::condition_variable done_cv_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_workers_{0};  // workers of this job not yet finished
-  std::atomic<int64_t> next_task_{0};
-  int64_t num_tasks_ = 0;
+  // Thread i's range of the current job: tasks [next, end), claimed from the front.
+  struct alignas(64) TaskRange {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::vector<TaskRange> ranges_;  // one per thread of the job; grows, never shrinks
+  int threads_ = 0;                // threads of the current job (caller included)
   int participants_ = 0;  // workers taking part (num_threads - 1)
   const TaskFn* fn_ = nullptr;
   bool stop_ = false;
