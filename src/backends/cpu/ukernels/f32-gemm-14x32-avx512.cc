@@ -82,11 +82,72 @@ constexpr AccumulatePartFn kRowsOf[kMr] = {
     accumulate_part<9, V>,  accumulate_part<10, V>, accumulate_part<11, V>, accumulate_part<12, V>,
     accumulate_part<13, V>, accumulate_part<14, V>};
 
-}  // namespace
+// Columns 0..C-1 of the B panel at b (row stride 32) against the A panel, one vector over the
+// 14 rows per column: one FMA per k and column, where a vector of 16 columns costs one per k
+// and row. Even and odd k alternate two accumulator sets to halve the FMA latency chains.
+template <int C>
+__attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, const float* b,
+                                                  __m512 (&acc)[kMr]) {
+  constexpr __mmask16 kRows = (1u << kMr) - 1u;  // masked: the last k must not read past A
+  __m512 even[C], odd[C];
+#pragma GCC unroll 13
+  for (int j = 0; j < C; ++j) even[j] = odd[j] = _mm512_setzero_ps();
+  size_t p = 0;
+  for (; p + 2 <= kc; p += 2) {
+    const __m512 a0 = _mm512_maskz_loadu_ps(kRows, a + p * kMr);
+    const __m512 a1 = _mm512_maskz_loadu_ps(kRows, a + (p + 1) * kMr);
+#pragma GCC unroll 13
+    for (int j = 0; j < C; ++j) {
+      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * 32 + j]), even[j]);
+      odd[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b[(p + 1) * 32 + j]), odd[j]);
+    }
+  }
+  if (p < kc) {
+    const __m512 a0 = _mm512_maskz_loadu_ps(kRows, a + p * kMr);
+#pragma GCC unroll 13
+    for (int j = 0; j < C; ++j)
+      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * 32 + j]), even[j]);
+  }
+#pragma GCC unroll 13
+  for (int j = 0; j < C; ++j) acc[j] = _mm512_add_ps(even[j], odd[j]);
+}
 
-void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
-                                            const float* b, float* c, size_t ldc, float alpha,
-                                            float beta, const F32GemmTileEpilogue* ep) {
+using AccumulateColumnsFn = void (*)(size_t, const float*, const float*, __m512 (&)[kMr]);
+// kColumns[c - 1]: the first c columns (c < 14: beyond that a vector of 16 is as cheap).
+constexpr AccumulateColumnsFn kColumns[13] = {
+    accumulate_columns<1>, accumulate_columns<2>,  accumulate_columns<3>,  accumulate_columns<4>,
+    accumulate_columns<5>, accumulate_columns<6>,  accumulate_columns<7>,  accumulate_columns<8>,
+    accumulate_columns<9>, accumulate_columns<10>, accumulate_columns<11>, accumulate_columns<12>,
+    accumulate_columns<13>};
+
+// Columns [first, first + count) of the tile (count < 14) through accumulate_columns, with the
+// epilogue element by element (at most 14 x 13 of them).
+void column_part(size_t rows, size_t first, size_t count, size_t kc, const float* a, const float* b,
+                 float* c, size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
+  __m512 acc[kMr];
+  kColumns[count - 1](kc, a, b + first, acc);
+  alignas(64) float sums[13][16];  // sums[j][i]: row i of column first + j
+  for (size_t j = 0; j < count; ++j) _mm512_store_ps(sums[j], acc[j]);
+  for (size_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc + first;
+    for (size_t j = 0; j < count; ++j) {
+      float v = alpha * sums[j][i];
+      if (beta != 0.0f) v += beta * row[j];
+      if (ep) {
+        float add = ep->bias_col ? ep->bias_col[first + j] : 0.0f;
+        if (ep->bias_row) add += ep->bias_row[i];
+        v += add;
+        if (ep->residual) v += ep->residual[i * ep->ldr + first + j];
+        v = v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;  // NaN stays NaN
+      }
+      row[j] = v;
+    }
+  }
+}
+
+// Columns [0, cols) of the tile as one or two masked vectors of 16 per row.
+void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const float* b, float* c,
+                 size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
   __m512 acc0[kMr], acc1[kMr];
   (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, acc0, acc1);
   // Columns 0..15 and 16..31 that exist in C: every load and store below is masked to them.
@@ -128,6 +189,21 @@ void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc,
     _mm512_mask_storeu_ps(row, m0, v0);
     _mm512_mask_storeu_ps(row + 16, m1, v1);
   }
+}
+
+}  // namespace
+
+void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
+                                            const float* b, float* c, size_t ldc, float alpha,
+                                            float beta, const F32GemmTileEpilogue* ep) {
+  // The columns past the last whole vector cost `rest` FMAs per k as columns and `rows` as a
+  // masked vector: a 49-pixel map's last tile (17 columns) is a vector and a column, not two
+  // vectors, a 196-pixel map's (4 columns) four columns.
+  size_t rest = cols % 16;
+  if (rest >= rows) rest = 0;
+  const size_t vector_cols = cols - rest;
+  if (vector_cols > 0) vector_part(rows, vector_cols, kc, a, b, c, ldc, alpha, beta, ep);
+  if (rest > 0) column_part(rows, vector_cols, rest, kc, a, b, c, ldc, alpha, beta, ep);
 }
 
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
