@@ -85,6 +85,15 @@ GemmScratch& thread_scratch() {
   return scratch;
 }
 
+// One full (kc, MR) panel of row-major A (rows `src`, `src + lda`, ...): a column of MR rows at
+// a time, MR a constant so the copy is unrolled (with a run-time MR it cost ~4 cycles per
+// element, 19% of a 256^3 GEMM).
+template <int kMr>
+void pack_a_panel(const float* src, int64_t lda, int64_t kc, float* dst) {
+  for (int64_t p = 0; p < kc; ++p, dst += kMr)
+    for (int i = 0; i < kMr; ++i) dst[i] = src[i * lda + p];
+}
+
 // Packs A(i0 : i0 + mc, p0 : p0 + kc) into MR-row panels of (kc, MR), zero rows past mc.
 // Row-major A is read a column of MR rows at a time, so the panel is written in order and the
 // MR source rows stream side by side.
@@ -93,6 +102,13 @@ void pack_a_block(MatrixView a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, 
   const float* rows[32];  // MR <= 32
   for (int64_t ir = 0; ir < mc; ir += mr, dst += kc * mr) {
     const int64_t n = std::min<int64_t>(mr, mc - ir);
+    if (a.cs == 1 && n == mr && (mr == 4 || mr == 6 || mr == 14)) {
+      const float* src = a.data + (i0 + ir) * a.rs + p0;
+      if (mr == 4) pack_a_panel<4>(src, a.rs, kc, dst);
+      if (mr == 6) pack_a_panel<6>(src, a.rs, kc, dst);
+      if (mr == 14) pack_a_panel<14>(src, a.rs, kc, dst);
+      continue;
+    }
     if (a.cs != 1) {
       if (n < mr) std::memset(dst, 0, sizeof(float) * static_cast<size_t>(kc * mr));
       for (int64_t i = 0; i < n; ++i) {
