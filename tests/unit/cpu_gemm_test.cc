@@ -308,8 +308,10 @@ TEST(F32GemmKernelForShape, LeastPaddedWorkAmongSelectedLevels) {
     // Whole tiles: no padding; unknown sizes count none either.
     EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 3 * k->mr, 2 * k->nr), 1.0 / k->relative_rate);
     EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 0, 0), 1.0 / k->relative_rate);
-    // One row and column: a whole tile computed for one element.
-    EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 1, 1), k->mr * k->nr / k->relative_rate);
+    // One row and column: a whole tile computed for one element, or with a partial kernel one
+    // column of 4 rows (its floor for latency-bound rows).
+    EXPECT_DOUBLE_EQ(f32_gemm_relative_time(*k, 1, 1),
+                     (k->partial_ukernel ? 4 : k->mr * k->nr) / k->relative_rate);
   }
   for (int64_t m : {1, 6, 14, 16, 64, 197, 512})
     for (int64_t n : {0, 1, 16, 17, 32, 49, 196, 3072}) {
@@ -321,7 +323,9 @@ TEST(F32GemmKernelForShape, LeastPaddedWorkAmongSelectedLevels) {
   const GemmKernelInfo* avx2 = f32_gemm_kernel_for(Isa::kAvx2);
   const GemmKernelInfo* avx512 = f32_gemm_kernel_for(Isa::kAvx512);
   if (avx2 && avx512 && f32_gemm_kernel().isa == Isa::kAvx512) {
-    EXPECT_EQ(&f32_gemm_kernel_for_shape(512, 16), avx2);  // 32-wide tiles: half wasted
+    // The partial 14 x 32 kernel computes 16- and 17-column products without 32-column tiles.
+    EXPECT_EQ(&f32_gemm_kernel_for_shape(512, 16), avx512);
+    EXPECT_EQ(&f32_gemm_kernel_for_shape(16, 17), avx512);
     EXPECT_EQ(&f32_gemm_kernel_for_shape(512, 4096), avx512);
   }
 }

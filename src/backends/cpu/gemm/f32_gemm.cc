@@ -233,9 +233,28 @@ std::vector<const GemmKernelInfo*> f32_gemm_kernel_candidates() {
   return out;
 }
 
+namespace {
+
+// Rows and columns a kernel computes for (m, n). Without a partial kernel, whole MR x NR tiles.
+// With one (ukernels/f32-gemm-14x32-avx512.cc): the leftover rows exactly, but as if at least 4
+// (with fewer, its FMA chains wait on their latency), and the leftover columns as vectors of 16,
+// or one by one where fewer than 14 are left.
+int64_t computed_rows(const GemmKernelInfo& kernel, int64_t m) {
+  if (!kernel.partial_ukernel) return round_up(m, kernel.mr);
+  const int64_t rest = m % kernel.mr;
+  return m - rest + (rest > 0 ? std::max<int64_t>(rest, 4) : 0);
+}
+int64_t computed_columns(const GemmKernelInfo& kernel, int64_t n) {
+  if (!kernel.partial_ukernel) return round_up(n, kernel.nr);
+  const int64_t rest = n % 16;
+  return n - rest + (rest >= 14 ? 16 : rest);
+}
+
+}  // namespace
+
 double f32_gemm_relative_time(const GemmKernelInfo& kernel, int64_t m, int64_t n) {
-  const double rows = m > 0 ? static_cast<double>(round_up(m, kernel.mr)) / m : 1.0;
-  const double cols = n > 0 ? static_cast<double>(round_up(n, kernel.nr)) / n : 1.0;
+  const double rows = m > 0 ? static_cast<double>(computed_rows(kernel, m)) / m : 1.0;
+  const double cols = n > 0 ? static_cast<double>(computed_columns(kernel, n)) / n : 1.0;
   return rows * cols / kernel.relative_rate;
 }
 

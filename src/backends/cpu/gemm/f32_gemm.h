@@ -82,9 +82,9 @@ const GemmKernelInfo& f32_gemm_kernel();
 
 // Every kernel this CPU runs at or below the selected ISA level (scalar first).
 std::vector<const GemmKernelInfo*> f32_gemm_kernel_candidates();
-// Estimated time of an (m, n) product on `kernel`, in relative units: the area of the tiles it
-// computes (m and n rounded up to MR and NR) over its relative rate. m or n <= 0 means
-// unknown (large): that dimension counts no padding.
+// Estimated time of an (m, n) product on `kernel`, in relative units: the area it computes
+// (m and n rounded up to MR and NR, or less where a partial kernel takes the edges) over its
+// relative rate. m or n <= 0 means unknown (large): that dimension counts no padding.
 double f32_gemm_relative_time(const GemmKernelInfo& kernel, int64_t m, int64_t n);
 // The candidate with the least relative time for (m, n): a wide tile pads small dimensions
 // (AVX-512's 14 x 32 computes twice the columns of a 16-column product).

@@ -208,9 +208,8 @@ const GemmKernelInfo &winograd_gemm_kernel(int64_t tile, const WinogradConvShape
   // 16 tiles, pitch 8 gives 32 columns with NR = 32 against 16 with NR = 16).
   auto time = [&](const GemmKernelInfo &k) {
     const WinogradBlocking b = winograd_blocking(tile, s, k.nr);
-    const int64_t tiles = b.block_rows * tiles_w,
-                  columns = ceil_div(b.block_rows * b.pitch, k.nr) * k.nr;
-    return f32_gemm_relative_time(k, s.out_c, 0) * static_cast<double>(columns) /
+    const int64_t tiles = b.block_rows * tiles_w, columns = b.block_rows * b.pitch;
+    return f32_gemm_relative_time(k, s.out_c, columns) * static_cast<double>(columns) /
            static_cast<double>(std::max<int64_t>(tiles, 1));
   };
   for (const GemmKernelInfo *k : f32_gemm_kernel_candidates())
