@@ -226,6 +226,42 @@ TEST(F32Gemm, AlphaBetaTransposesAndPacking) {
   }
 }
 
+// Pre-packed weights against a row-major B with few rows of A: the kernel may read B in place
+// (gemm/f32_gemm.cc, kDirectBMaxRows); B ends at a guard page, so a read past its last element
+// in any edge tile faults.
+TEST(F32Gemm, PackedAAgainstInPlaceBReadsOnlyB) {
+  for (const GemmKernelInfo* kernel : available_kernels())
+    for (int64_t m : {int64_t{1}, int64_t{16}, int64_t{kernel->mr + 3}, int64_t{100}})
+      for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{45}, int64_t{2 * kernel->nr + 13}})
+        for (int64_t k : {int64_t{7}, int64_t{64}, int64_t{300}}) {
+          SCOPED_TRACE(std::string(kernel->name) + " m=" + std::to_string(m) +
+                       " n=" + std::to_string(n) + " k=" + std::to_string(k));
+          const std::vector<float> a = random_floats(size_t(m * k), 21);
+          const std::vector<float> b_values = random_floats(size_t(k * n), 22);
+          const std::vector<float> bias = random_floats(size_t(m), 23);
+          const std::vector<float> res = random_floats(size_t(m * n), 24);
+          GuardedBuffer b(size_t(k * n));
+          std::copy(b_values.begin(), b_values.end(), b.data());
+          const PackedMatrix pa = PackedMatrix::pack_a(*kernel, {a.data(), k, 1}, m, k);
+          GemmEpilogue ep;
+          ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+          ep.bias = bias.data();
+          ep.residual = res.data();
+          ep.ldr = n;
+          ep.activation = Activation::kRelu;
+          GuardedBuffer c(size_t(m * n));
+          f32_gemm(*kernel, m, n, k, GemmOperand::of(pa), GemmOperand::of(b.data(), n, 1),
+                   c.data(), n, 1.0f, 0.0f, ep, 2);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double v = bias[i] + res[i * n + j];
+              for (int64_t p = 0; p < k; ++p) v += double(a[i * k + p]) * b_values[p * n + j];
+              ASSERT_NEAR(c.data()[i * n + j], std::max(v, 0.0), tolerance(k))
+                  << "i=" << i << " j=" << j;
+            }
+        }
+}
+
 TEST(F32Gemm, Epilogues) {
   for (const GemmKernelInfo& kernel : kernels_with_small_blocks()) {
     for (auto bias :

@@ -52,13 +52,15 @@ __attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const floa
 // not all of it. A call of its own for the reason above.
 template <int R, int V>
 __attribute__((noinline)) void accumulate_part(size_t kc, const float* a, const float* b,
+                                               size_t ldb, __mmask16 m0, __mmask16 m1,
                                                __m512 (&acc0)[kMr], __m512 (&acc1)[kMr]) {
   __m512 r0[R], r1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_load_ps(b);
-    const __m512 b1 = V == 2 ? _mm512_load_ps(b + 16) : _mm512_setzero_ps();
+    // Masked to the tile's columns: a B read in place must not run past its last row.
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+    const __m512 b1 = V == 2 ? _mm512_maskz_loadu_ps(m1, b + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
@@ -66,14 +68,14 @@ __attribute__((noinline)) void accumulate_part(size_t kc, const float* a, const 
       if constexpr (V == 2) r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
     }
     a += kMr;
-    b += 32;
+    b += ldb;
   }
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
 }
 
-using AccumulatePartFn = void (*)(size_t, const float*, const float*, __m512 (&)[kMr],
-                                  __m512 (&)[kMr]);
+using AccumulatePartFn = void (*)(size_t, const float*, const float*, size_t, __mmask16, __mmask16,
+                                  __m512 (&)[kMr], __m512 (&)[kMr]);
 // kRowsOf<v>[r - 1]: the first r rows, v vectors.
 template <int V>
 constexpr AccumulatePartFn kRowsOf[kMr] = {
@@ -87,7 +89,7 @@ constexpr AccumulatePartFn kRowsOf[kMr] = {
 // and row. Even and odd k alternate two accumulator sets to halve the FMA latency chains.
 template <int C>
 __attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, const float* b,
-                                                  __m512 (&acc)[kMr]) {
+                                                  size_t ldb, __m512 (&acc)[kMr]) {
   constexpr __mmask16 kRows = (1u << kMr) - 1u;  // masked: the last k must not read past A
   __m512 even[C], odd[C];
 #pragma GCC unroll 13
@@ -98,21 +100,21 @@ __attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, con
     const __m512 a1 = _mm512_maskz_loadu_ps(kRows, a + (p + 1) * kMr);
 #pragma GCC unroll 13
     for (int j = 0; j < C; ++j) {
-      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * 32 + j]), even[j]);
-      odd[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b[(p + 1) * 32 + j]), odd[j]);
+      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * ldb + j]), even[j]);
+      odd[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b[(p + 1) * ldb + j]), odd[j]);
     }
   }
   if (p < kc) {
     const __m512 a0 = _mm512_maskz_loadu_ps(kRows, a + p * kMr);
 #pragma GCC unroll 13
     for (int j = 0; j < C; ++j)
-      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * 32 + j]), even[j]);
+      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * ldb + j]), even[j]);
   }
 #pragma GCC unroll 13
   for (int j = 0; j < C; ++j) acc[j] = _mm512_add_ps(even[j], odd[j]);
 }
 
-using AccumulateColumnsFn = void (*)(size_t, const float*, const float*, __m512 (&)[kMr]);
+using AccumulateColumnsFn = void (*)(size_t, const float*, const float*, size_t, __m512 (&)[kMr]);
 // kColumns[c - 1]: the first c columns (c < 14: beyond that a vector of 16 is as cheap).
 constexpr AccumulateColumnsFn kColumns[13] = {
     accumulate_columns<1>, accumulate_columns<2>,  accumulate_columns<3>,  accumulate_columns<4>,
@@ -123,9 +125,10 @@ constexpr AccumulateColumnsFn kColumns[13] = {
 // Columns [first, first + count) of the tile (count < 14) through accumulate_columns, with the
 // epilogue element by element (at most 14 x 13 of them).
 void column_part(size_t rows, size_t first, size_t count, size_t kc, const float* a, const float* b,
-                 float* c, size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
+                 size_t ldb, float* c, size_t ldc, float alpha, float beta,
+                 const F32GemmTileEpilogue* ep) {
   __m512 acc[kMr];
-  kColumns[count - 1](kc, a, b + first, acc);
+  kColumns[count - 1](kc, a, b + first, ldb, acc);
   alignas(64) float sums[13][16];  // sums[j][i]: row i of column first + j
   for (size_t j = 0; j < count; ++j) _mm512_store_ps(sums[j], acc[j]);
   for (size_t i = 0; i < rows; ++i) {
@@ -146,15 +149,15 @@ void column_part(size_t rows, size_t first, size_t count, size_t kc, const float
 }
 
 // Columns [0, cols) of the tile as one or two masked vectors of 16 per row.
-void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const float* b, float* c,
-                 size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
-  __m512 acc0[kMr], acc1[kMr];
-  (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, acc0, acc1);
+void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const float* b, size_t ldb,
+                 float* c, size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
   // Columns 0..15 and 16..31 that exist in C: every load and store below is masked to them.
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
                                               : cols <= 16 ? 0u
                                                            : (1u << (cols - 16)) - 1u);
+  __m512 acc0[kMr], acc1[kMr];
+  (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, ldb, m0, m1, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
   if (ep && ep->bias_col) {
@@ -194,16 +197,17 @@ void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const floa
 }  // namespace
 
 void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
-                                            const float* b, float* c, size_t ldc, float alpha,
-                                            float beta, const F32GemmTileEpilogue* ep) {
+                                            const float* b, size_t ldb, float* c, size_t ldc,
+                                            float alpha, float beta,
+                                            const F32GemmTileEpilogue* ep) {
   // The columns past the last whole vector cost `rest` FMAs per k as columns and `rows` as a
   // masked vector: a 49-pixel map's last tile (17 columns) is a vector and a column, not two
   // vectors, a 196-pixel map's (4 columns) four columns.
   size_t rest = cols % 16;
   if (rest >= rows) rest = 0;
   const size_t vector_cols = cols - rest;
-  if (vector_cols > 0) vector_part(rows, vector_cols, kc, a, b, c, ldc, alpha, beta, ep);
-  if (rest > 0) column_part(rows, vector_cols, rest, kc, a, b, c, ldc, alpha, beta, ep);
+  if (vector_cols > 0) vector_part(rows, vector_cols, kc, a, b, ldb, c, ldc, alpha, beta, ep);
+  if (rest > 0) column_part(rows, vector_cols, rest, kc, a, b, ldb, c, ldc, alpha, beta, ep);
 }
 
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,

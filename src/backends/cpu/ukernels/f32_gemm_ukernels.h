@@ -32,10 +32,12 @@ struct F32GemmTileEpilogue {
   float lo = 0.0f, hi = 0.0f;
 };
 // An edge tile: rows <= MR, cols <= NR of the tile, computed and stored straight into C (no
-// temporary tile); the panels keep their MR / NR layout. ep == nullptr: no epilogue.
+// temporary tile); the A panel keeps its MR layout. B: row p of the tile at b + p * ldb
+// (ldb = NR for a packed panel; a row-major B read in place has its own stride, and only the
+// tile's columns of it are read). ep == nullptr: no epilogue.
 using F32GemmPartialUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, const float* a,
-                                         const float* b, float* c, size_t ldc, float alpha,
-                                         float beta, const F32GemmTileEpilogue* ep);
+                                         const float* b, size_t ldb, float* c, size_t ldc,
+                                         float alpha, float beta, const F32GemmTileEpilogue* ep);
 using F32GemmFusedUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c,
                                        size_t ldc, float alpha, float beta,
                                        const F32GemmTileEpilogue& ep);
@@ -63,8 +65,9 @@ void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float
                                           size_t ldc, float alpha, float beta,
                                           const F32GemmTileEpilogue& ep);
 void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
-                                            const float* b, float* c, size_t ldc, float alpha,
-                                            float beta, const F32GemmTileEpilogue* ep);
+                                            const float* b, size_t ldb, float* c, size_t ldc,
+                                            float alpha, float beta,
+                                            const F32GemmTileEpilogue* ep);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu
