@@ -440,15 +440,18 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
           if (last && ep.residual)
             prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols);
           bool epilogue_done = false;
-          if (direct_b) {
+          const bool full = nrows == mr && ncols == nr;
+          if (direct_b || (!full && kernel.partial_ukernel)) {
+            // Straight into C: B in place (row stride ldb), or an edge tile of packed panels.
             F32GemmTileEpilogue te;
             if (fuse_epilogue) te = tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr);
+            const int64_t ldb = direct_b ? b.view.rs : nr;
             kernel.partial_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
-                                   static_cast<size_t>(kc), ap, bp,
-                                   static_cast<size_t>(b.view.rs), ct, static_cast<size_t>(ldc),
-                                   alpha, beta_block, fuse_epilogue ? &te : nullptr);
+                                   static_cast<size_t>(kc), ap, bp, static_cast<size_t>(ldb), ct,
+                                   static_cast<size_t>(ldc), alpha, beta_block,
+                                   fuse_epilogue ? &te : nullptr);
             epilogue_done = fuse_epilogue;
-          } else if (nrows == mr && ncols == nr) {
+          } else if (full) {
             if (fuse_epilogue) {
               kernel.fused_ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
                                    alpha, beta_block,
@@ -458,14 +461,6 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
               kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
                              beta_block);
             }
-          } else if (kernel.partial_ukernel) {
-            F32GemmTileEpilogue te;
-            if (fuse_epilogue) te = tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr);
-            kernel.partial_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
-                                   static_cast<size_t>(kc), ap, bp, static_cast<size_t>(nr), ct,
-                                   static_cast<size_t>(ldc), alpha, beta_block,
-                                   fuse_epilogue ? &te : nullptr);
-            epilogue_done = fuse_epilogue;
           } else {
             // Edge: the full tile goes to scratch, the valid part is merged into C.
             float* t = scratch.tile;

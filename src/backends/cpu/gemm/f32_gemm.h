@@ -6,9 +6,11 @@
 //     pc: K by KC        pack B(kc, nc) into NR-column panels (unless pre-packed)
 //       ic: M part by MC pack A(mc, kc) into MR-row panels (unless pre-packed)
 //         jr: nc by NR
-//           ir: mc by MR micro-kernel on an MR x NR tile; edge tiles via a temporary tile;
-//                        after the last pc block the epilogue runs on the tile while it is hot.
-// With A pre-packed (weights) NC is smaller (the B block stays in L2) and ir runs outside jr.
+//           ir: mc by MR micro-kernel on an MR x NR tile; edge tiles via the ISA's partial
+//                        kernel or a temporary tile; after the last pc block the epilogue runs
+//                        on the tile while it is hot.
+// With A pre-packed (weights) NC is smaller (the B block stays in L2) and ir runs outside jr;
+// with few rows of pre-packed A, a row-major B is read in place by the partial kernel.
 // beta == 0 never reads C. The micro-kernel, MR/NR and block sizes come from one per-ISA
 // table (GemmKernelInfo).
 #pragma once
