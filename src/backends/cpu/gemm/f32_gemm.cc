@@ -241,6 +241,10 @@ std::vector<const GemmKernelInfo*> f32_gemm_kernel_candidates() {
   return out;
 }
 
+int f32_gemm_column_step(const GemmKernelInfo& kernel) {
+  return kernel.partial_ukernel ? 16 : kernel.nr;
+}
+
 namespace {
 
 // Rows and columns a kernel computes for (m, n). Without a partial kernel, whole MR x NR tiles.
@@ -254,7 +258,7 @@ int64_t computed_rows(const GemmKernelInfo& kernel, int64_t m) {
 }
 int64_t computed_columns(const GemmKernelInfo& kernel, int64_t n) {
   if (!kernel.partial_ukernel) return round_up(n, kernel.nr);
-  const int64_t rest = n % 16;
+  const int64_t rest = n % f32_gemm_column_step(kernel);
   return n - rest + (rest >= 14 ? 16 : rest);
 }
 

@@ -88,6 +88,9 @@ std::vector<const GemmKernelInfo*> f32_gemm_kernel_candidates();
 // (m and n rounded up to MR and NR, or less where a partial kernel takes the edges) over its
 // relative rate. m or n <= 0 means unknown (large): that dimension counts no padding.
 double f32_gemm_relative_time(const GemmKernelInfo& kernel, int64_t m, int64_t n);
+// The column step in which `kernel` computes a product's last columns: NR, or 16 where a
+// partial kernel takes edge tiles in vectors of 16 (it computes no column past the next 16).
+int f32_gemm_column_step(const GemmKernelInfo& kernel);
 // The candidate with the least relative time for (m, n): a wide tile pads small dimensions
 // (AVX-512's 14 x 32 computes twice the columns of a 16-column product).
 const GemmKernelInfo& f32_gemm_kernel_for_shape(int64_t m, int64_t n);

@@ -84,7 +84,8 @@ struct WinogradBlocking {
   int64_t block_rows, pitch;
 };
 
-WinogradBlocking winograd_blocking(int64_t tile, const WinogradConvShape &s, int64_t nr) {
+// step: the GEMM kernel's column step (f32_gemm_column_step): pitch padding within it is free.
+WinogradBlocking winograd_blocking(int64_t tile, const WinogradConvShape &s, int64_t step) {
   const int64_t points = (tile + 2) * (tile + 2);
   const int64_t tiles_h = ceil_div(s.out_h, tile), tiles_w = ceil_div(s.out_w, tile);
   const int64_t tile_rows = s.batch * tiles_h;  // (image, tile row), flattened
@@ -97,14 +98,15 @@ WinogradBlocking winograd_blocking(int64_t tile, const WinogradConvShape &s, int
       std::max(kScratchBytes / std::max<int64_t>(row_bytes, 1), ceil_div(min_tiles, tiles_w)), 1,
       std::max<int64_t>(tile_rows, 1));
   // Columns per tile row in V and M (pitch): tiles_w, or rounded up to whole 8-tile groups
-  // where that adds no GEMM columns past the last NR panel (ResNet-50 layers 1, 2, 4): then every
-  // AVX2 transform group is one full vector store inside one panel (partial groups and groups
+  // where that adds no GEMM columns past the last column step (ResNet-50 layers 1, 2, 4): then
+  // every AVX2 transform group is one full vector store inside one panel (partial groups and groups
   // across a panel edge took F(4x4)'s transform from 9% to 18% of layer1's samples). The extra
   // columns hold the transform of the zero padding and are never read back.
   const int64_t pitch_groups = ceil_div(tiles_w, kLanes) * kLanes;
   const int64_t pitch =
-      ceil_div(block_rows * pitch_groups, nr) == ceil_div(block_rows * tiles_w, nr) ? pitch_groups
-                                                                                    : tiles_w;
+      ceil_div(block_rows * pitch_groups, step) == ceil_div(block_rows * tiles_w, step)
+          ? pitch_groups
+          : tiles_w;
   return {block_rows, pitch};
 }
 
@@ -117,7 +119,7 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
   if (tile_rows == 0 || tiles_w == 0 || s.out_c == 0) return;
   const int64_t wq = ceil_div(tiles_w, kLanes) * kLanes + 1;
   const int64_t nr = gemm.nr, kc = gemm.kc;
-  const WinogradBlocking blocking = winograd_blocking(tile, s, nr);
+  const WinogradBlocking blocking = winograd_blocking(tile, s, f32_gemm_column_step(gemm));
   const int64_t block_rows = blocking.block_rows, pitch = blocking.pitch;
   const int64_t nb_max = block_rows * pitch;
   const int64_t blocks = ceil_div(tile_rows, block_rows);
@@ -207,7 +209,7 @@ const GemmKernelInfo &winograd_gemm_kernel(int64_t tile, const WinogradConvShape
   // Padding of M by MR, and of a block's tiles by pitch and then by NR (F(2x2) on a 7x7 map:
   // 16 tiles, pitch 8 gives 32 columns with NR = 32 against 16 with NR = 16).
   auto time = [&](const GemmKernelInfo &k) {
-    const WinogradBlocking b = winograd_blocking(tile, s, k.nr);
+    const WinogradBlocking b = winograd_blocking(tile, s, f32_gemm_column_step(k));
     const int64_t tiles = b.block_rows * tiles_w, columns = b.block_rows * b.pitch;
     return f32_gemm_relative_time(k, s.out_c, columns) * static_cast<double>(columns) /
            static_cast<double>(std::max<int64_t>(tiles, 1));
