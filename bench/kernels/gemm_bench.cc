@@ -141,8 +141,7 @@ void run_sgemm(benchmark::State& state, bool prepack_b) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(kernel.name);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  set_gemm_counters(state, 2.0 * n * n * n, threads);
 }
 
 void BM_Sgemm(benchmark::State& state) { run_sgemm(state, false); }
