@@ -107,10 +107,13 @@ class Im2colPacker : public BPanelPacker {
         // so the middle takes the vector copies (a run of a row as wide as the panel is a
         // border run for every tap column but the middle ones: element-by-element bounds tests
         // made packing 68% of a 32x32 conv).
-        const int64_t lo = iw0 >= 0 ? 0 : std::min<int64_t>(run.len, (-iw0 + sw - 1) / sw);
+        // x / sw for x >= 0 without a division in the common strides (an idiv per run was 12%
+        // of packing).
+        auto over_sw = [sw](int64_t x) { return sw == 1 ? x : sw == 2 ? x >> 1 : x / sw; };
+        const int64_t lo = iw0 >= 0 ? 0 : std::min<int64_t>(run.len, over_sw(-iw0 + sw - 1));
         const int64_t last = s_.in_w - 1 - iw0;  // j * sw <= last
         const int64_t hi =
-            std::max<int64_t>(lo, last < 0 ? 0 : std::min<int64_t>(run.len, last / sw + 1));
+            std::max<int64_t>(lo, last < 0 ? 0 : std::min<int64_t>(run.len, over_sw(last) + 1));
         std::fill(o, o + lo, 0.0f);
         std::fill(o + hi, o + run.len, 0.0f);
         if (hi == lo) continue;  // every tap in the padding
