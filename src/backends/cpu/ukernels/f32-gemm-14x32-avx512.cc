@@ -20,15 +20,17 @@ namespace {
 constexpr int kMr = 14;
 
 // acc(14, 32) = A panel (kc, 14) * B panel (kc, 32), all 28 accumulators in registers.
+// B row p at b + p * ldb (ldb = 32 for a packed panel).
 inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const float* a,
-                                                            const float* b, __m512 (&acc0)[kMr],
+                                                            const float* b, size_t ldb,
+                                                            __m512 (&acc0)[kMr],
                                                             __m512 (&acc1)[kMr]) {
   __m512 r0[kMr], r1[kMr];
 #pragma GCC unroll 14
   for (int i = 0; i < kMr; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_load_ps(b);       // B(p, 0:16)
-    const __m512 b1 = _mm512_load_ps(b + 16);  // B(p, 16:32)
+    const __m512 b0 = _mm512_loadu_ps(b);       // B(p, 0:16)
+    const __m512 b1 = _mm512_loadu_ps(b + 16);  // B(p, 16:32)
 #pragma GCC unroll 14
     for (int i = 0; i < kMr; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
@@ -36,7 +38,7 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
       r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
     }
     a += kMr;
-    b += 32;
+    b += ldb;
   }
 #pragma GCC unroll 14
   for (int i = 0; i < kMr; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
@@ -45,9 +47,10 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
 // The loop as a call of its own for the fused kernel, so the epilogue's registers cannot push
 // an accumulator onto the stack inside the K loop (as GCC 12 did with the AVX2 kernel).
 __attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const float* a,
-                                                           const float* b, __m512 (&acc0)[kMr],
+                                                           const float* b, size_t ldb,
+                                                           __m512 (&acc0)[kMr],
                                                            __m512 (&acc1)[kMr]) {
-  accumulate_14x32(kc, a, b, acc0, acc1);
+  accumulate_14x32(kc, a, b, ldb, acc0, acc1);
 }
 
 // The first R rows and V vectors of 16 columns of the 14 x 32 product (the panels keep their
@@ -160,7 +163,10 @@ void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const floa
                                               : cols <= 16 ? 0u
                                                            : (1u << (cols - 16)) - 1u);
   __m512 acc0[kMr], acc1[kMr];
-  (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, ldb, m0, m1, acc0, acc1);
+  if (rows == kMr && cols == 32)  // a whole tile (B read in place): no masks in the K loop
+    accumulate_14x32_separately(kc, a, b, ldb, acc0, acc1);
+  else
+    (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, ldb, m0, m1, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
   if (ep && ep->bias_col) {
@@ -216,7 +222,7 @@ void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc,
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                     float alpha, float beta) {
   __m512 acc0[kMr], acc1[kMr];
-  accumulate_14x32(kc, a, b, acc0, acc1);
+  accumulate_14x32(kc, a, b, 32, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha);
   if (beta == 0.0f) {
 #pragma GCC unroll 14
@@ -240,7 +246,7 @@ void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float
                                           size_t ldc, float alpha, float beta,
                                           const F32GemmTileEpilogue& ep) {
   __m512 acc0[kMr], acc1[kMr];
-  accumulate_14x32_separately(kc, a, b, acc0, acc1);
+  accumulate_14x32_separately(kc, a, b, 32, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
   __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
