@@ -206,10 +206,10 @@ inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols
 }
 
 // Up to this many rows of A, and from this depth on, a row-major B is read in place instead of
-// packed (the copy is amortized over M; below the depth the in-place tiles' general epilogue
-// costs more than the copy saves). Measured on ResNet-50's 1x1 conv shapes with bias + Relu
-// (1 thread, Zen 4): M = 64 +3-16%, M = 128 +2-8%, M = 256 -2-0%, M = 512-2048 -4-+1%; on
-// MobileNetV2's: K = 144-192 with M = 24-32 +15-25%, K = 16-24 with M = 96-144 -5-10%.
+// packed (the copy is amortized over M). Measured on ResNet-50's 1x1 conv shapes with bias +
+// Relu (1 thread, Zen 4): M = 64 +3-16%, M = 128 +2-8%, M = 256 -2-0%, M = 512-2048 -4-+1%; on
+// MobileNetV2's: K = 144-192 with M = 24-32 +15-25%, K = 16-24 with M = 96-144 -5-10% (still
+// -7% on the widest, 16 x 112 x 112, with whole tiles on the unmasked K loop).
 constexpr int64_t kDirectBMaxRows = 192;
 constexpr int64_t kDirectBMinDepth = 64;
 
