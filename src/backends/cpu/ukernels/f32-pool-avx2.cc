@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "backends/cpu/ukernels/f32_vmask_avx2.h"
 #include "backends/cpu/ukernels/f32_vreduce_avx2.h"
 
 namespace peregrine::cpu::avx2 {
@@ -38,6 +39,24 @@ void pool_row(const float* x, size_t stride, float* acc, size_t n) {
   } else if (stride == 2) {
     for (; j + 9 <= n; j += 8)  // reads x[2j .. 2j + 15] <= x[2 (n - 1)]
       _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), load_even(x + 2 * j)));
+    if (j < n) {
+      // The last r <= 8 outputs need x[2j .. 2j + 2r - 2]: masked loads stop there (an
+      // element-by-element tail was 1 in 7 outputs of a 56-wide pooling row).
+      const int64_t r = static_cast<int64_t>(n - j), reads = 2 * r - 1;
+      const __m256 lo = _mm256_maskload_ps(x + 2 * j, tail_mask(std::min<int64_t>(reads, 8)));
+      const __m256 hi =
+          _mm256_maskload_ps(x + 2 * j + 8, tail_mask(std::max<int64_t>(reads - 8, 0)));
+      const __m256 t = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m256 even =
+          _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+      if (r == 8) {
+        _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), even));
+      } else {
+        const __m256i m = tail_mask(r);
+        _mm256_maskstore_ps(acc + j, m, combine<kMax>(_mm256_maskload_ps(acc + j, m), even));
+      }
+      return;
+    }
   }
   for (; j < n; ++j) {
     const float v = x[j * stride];
