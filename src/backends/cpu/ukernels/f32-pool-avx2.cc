@@ -17,12 +17,16 @@ namespace peregrine::cpu::avx2 {
 
 namespace {
 
-// x[0], x[2], ..., x[14] of 16 contiguous floats.
-inline __m256 load_even(const float* x) {
-  const __m256 lo = _mm256_loadu_ps(x), hi = _mm256_loadu_ps(x + 8);
+// The even elements of the 16 floats lo, hi: lo[0], lo[2], ..., hi[6].
+inline __m256 even_lanes(__m256 lo, __m256 hi) {
   // Per 128-bit lane: lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6; then 64-bit pairs 0 2 1 3.
   const __m256 t = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// x[0], x[2], ..., x[14] of 16 contiguous floats.
+inline __m256 load_even(const float* x) {
+  return even_lanes(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
 }
 
 template <bool kMax>
@@ -43,12 +47,9 @@ void pool_row(const float* x, size_t stride, float* acc, size_t n) {
       // The last r <= 8 outputs need x[2j .. 2j + 2r - 2]: masked loads stop there (an
       // element-by-element tail was 1 in 7 outputs of a 56-wide pooling row).
       const int64_t r = static_cast<int64_t>(n - j), reads = 2 * r - 1;
-      const __m256 lo = _mm256_maskload_ps(x + 2 * j, tail_mask(std::min<int64_t>(reads, 8)));
-      const __m256 hi =
-          _mm256_maskload_ps(x + 2 * j + 8, tail_mask(std::max<int64_t>(reads - 8, 0)));
-      const __m256 t = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-      const __m256 even =
-          _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+      const __m256 even = even_lanes(
+          _mm256_maskload_ps(x + 2 * j, tail_mask(std::min<int64_t>(reads, 8))),
+          _mm256_maskload_ps(x + 2 * j + 8, tail_mask(std::max<int64_t>(reads - 8, 0))));
       if (r == 8) {
         _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), even));
       } else {
