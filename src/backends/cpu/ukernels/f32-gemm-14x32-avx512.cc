@@ -245,41 +245,9 @@ void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, f
 void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
                                           size_t ldc, float alpha, float beta,
                                           const F32GemmTileEpilogue& ep) {
-  __m512 acc0[kMr], acc1[kMr];
-  accumulate_14x32_separately(kc, a, b, 32, acc0, acc1);
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
-  __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
-  if (ep.bias_col) {
-    col0 = _mm512_loadu_ps(ep.bias_col);
-    col1 = _mm512_loadu_ps(ep.bias_col + 16);
-  }
-  for (int i = 0; i < kMr; ++i) {
-    float* row = c + i * ldc;
-    __m512 v0 = _mm512_mul_ps(va, acc0[i]), v1 = _mm512_mul_ps(va, acc1[i]);
-    if (beta != 0.0f) {
-      v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row), v0);
-      v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16), v1);
-    }
-    __m512 add0 = col0, add1 = col1;
-    if (ep.bias_row) {
-      const __m512 br = _mm512_set1_ps(ep.bias_row[i]);
-      add0 = _mm512_add_ps(add0, br);
-      add1 = _mm512_add_ps(add1, br);
-    }
-    v0 = _mm512_add_ps(v0, add0);
-    v1 = _mm512_add_ps(v1, add1);
-    if (ep.residual) {
-      const float* r = ep.residual + i * ep.ldr;
-      v0 = _mm512_add_ps(v0, _mm512_loadu_ps(r));
-      v1 = _mm512_add_ps(v1, _mm512_loadu_ps(r + 16));
-    }
-    // max/min return their second operand when either is NaN: v last keeps NaN.
-    v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
-    v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
-    _mm512_storeu_ps(row, v0);
-    _mm512_storeu_ps(row + 16, v1);
-  }
+  // The partial tile's code with every row and column: the same K loop (a call of its own) and
+  // epilogue, its masks all ones.
+  vector_part(kMr, 32, kc, a, b, 32, c, ldc, alpha, beta, &ep);
 }
 
 }  // namespace peregrine::cpu::avx512
