@@ -239,24 +239,37 @@ void conv_gemm(benchmark::State& state, bool fused) {
 void BM_ConvGemmResNet50(benchmark::State& state) { conv_gemm(state, false); }
 void BM_ConvGemmResNet50BiasRelu(benchmark::State& state) { conv_gemm(state, true); }
 
-// Linear layer: activations (M, K) as a plain A, weight (K, N) pre-packed as B.
+// Linear layer: activations (M, K) as a plain A, weight (K, N) pre-packed as B, plus a bias
+// (as every linear layer in the zoo). With `cold_weights` each iteration takes the next of
+// enough packed copies of the weight to overflow the last-level cache, so B streams from
+// memory as in a model run, where a layer's weights were last read a whole forward pass ago.
 template <size_t kCount>
-void linear_gemm(benchmark::State& state, const ModelGemm (&table)[kCount]) {
+void linear_gemm(benchmark::State& state, const ModelGemm (&table)[kCount], bool cold_weights) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   const auto& kernel = f32_gemm_kernel();
-  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), c(m * n);
-  const PackedMatrix packed_w = PackedMatrix::pack_b(kernel, {w.data(), n, 1}, k, n);
+  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), c(m * n), bias(n, -0.125f);
+  constexpr int64_t kColdBytes = int64_t{96} << 20;  // above any L3 these machines have
+  const int64_t copies = cold_weights ? std::max<int64_t>(2, kColdBytes / (k * n * 4)) : 1;
+  std::vector<PackedMatrix> packed_w;
+  for (int64_t i = 0; i < copies; ++i)
+    packed_w.push_back(PackedMatrix::pack_b(kernel, {w.data(), n, 1}, k, n));
+  GemmEpilogue ep;
+  ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+  ep.bias = bias.data();
+  size_t next = 0;
   for (auto _ : state) {
-    f32_gemm(kernel, m, n, k, GemmOperand::of(a.data(), k, 1), GemmOperand::of(packed_w), c.data(),
-             n, 1.0f, 0.0f, {}, threads);
+    f32_gemm(kernel, m, n, k, GemmOperand::of(a.data(), k, 1), GemmOperand::of(packed_w[next]),
+             c.data(), n, 1.0f, 0.0f, ep, threads);
+    next = (next + 1) % packed_w.size();
     benchmark::ClobberMemory();
   }
   state.SetLabel(layers_of(table, m, n, k) + " " + kernel.name);
   set_gemm_counters(state, 2.0 * m * n * k, threads);
 }
-void BM_LinearGemmBert(benchmark::State& state) { linear_gemm(state, kBertLinears); }
-void BM_LinearGemmVit(benchmark::State& state) { linear_gemm(state, kVitLinears); }
+void BM_LinearGemmBert(benchmark::State& state) { linear_gemm(state, kBertLinears, false); }
+void BM_LinearGemmVit(benchmark::State& state) { linear_gemm(state, kVitLinears, false); }
+void BM_LinearGemmVitColdWeights(benchmark::State& state) { linear_gemm(state, kVitLinears, true); }
 
 template <size_t kCount>
 void model_shapes(benchmark::internal::Benchmark* b, const ModelGemm (&table)[kCount],
@@ -273,6 +286,7 @@ BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 
 BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 BENCHMARK(BM_LinearGemmVit)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
 BENCHMARK(BM_LinearGemmVit)->Apply([](auto* b) { model_shapes(b, kVitLinears, 2); });
+BENCHMARK(BM_LinearGemmVitColdWeights)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
 
 }  // namespace
 

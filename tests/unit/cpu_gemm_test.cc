@@ -285,7 +285,12 @@ TEST(F32Gemm, ThreadCounts) {
     for (int threads : {1, 2, 3})
       for (GemmCase c : {GemmCase{1, 200, 9}, GemmCase{200, 1, 9}, GemmCase{61, 45, 33},
                          GemmCase{150, 70, 40, false, false, true, true, 1, 0,
-                                  GemmEpilogue::Bias::kPerRow, Activation::kRelu}})
+                                  GemmEpilogue::Bias::kPerRow, Activation::kRelu},
+                         // A packed whole before the tasks (against a packed B), by several
+                         // packing tasks: 150 rows are 11 or more panels.
+                         GemmCase{150, 70, 40, false, false, false, true, 1, 0,
+                                  GemmEpilogue::Bias::kPerColumn, Activation::kGelu},
+                         GemmCase{150, 70, 40, true, false, false, true}})
         check_gemm(kernel, c, threads);
 }
 

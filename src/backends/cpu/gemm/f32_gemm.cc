@@ -77,6 +77,7 @@ class ScratchBuffer {
 
 struct GemmScratch {
   ScratchBuffer a, b;
+  ScratchBuffer whole_a;  // the calling thread's: all of A packed once (pack_a_whole)
   alignas(64) float tile[16 * 32];  // an MR x NR edge tile (largest MR*NR in kKernels)
 };
 
@@ -216,6 +217,24 @@ constexpr int64_t kDirectBMinDepth = 64;
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// Packs all of A (m, k) in PackedMatrix::pack_a's layout into dst, ceil(m / MR) * MR * k floats,
+// spread over the pool by groups of panels.
+void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k,
+                  int num_threads, float* dst) {
+  const int mr = kernel.mr;
+  const int64_t panels = ceil_div(m, mr);
+  constexpr int64_t kPanelsPerTask = 4;
+  auto task = [&](int64_t t, int) {
+    const int64_t first = t * kPanelsPerTask, last = std::min(panels, first + kPanelsPerTask);
+    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
+      const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
+      pack_a_block(a, first * mr, p0, std::min(m, last * mr) - first * mr, kc, mr,
+                   dst + p0 * panels * mr + first * kc * mr);
+    }
+  };
+  cpu_thread_pool().parallel_for(ceil_div(panels, kPanelsPerTask), num_threads, task);
+}
+
 }  // namespace
 
 const GemmKernelInfo* f32_gemm_kernel_for(Isa isa) {
@@ -343,13 +362,26 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   const int mr = kernel.mr, nr = kernel.nr;
   num_threads = std::max(1, num_threads);
 
+  // A linear layer: activations against pre-packed weights. A is packed once here, whole,
+  // instead of once per N block in every task, and the driver then walks it as it walks
+  // pre-packed weights: L2-sized B blocks, each task's C columns staying in L2 across the K
+  // blocks (with N blocks of 2048 a 197 x 1536 C block went back to L3 between K blocks).
+  const float* a_whole = nullptr;
+  const int64_t a_panel_count = ceil_div(m, mr);
+  if (a.packed == nullptr && b.packed != nullptr) {
+    float* buf = thread_scratch().whole_a.get(static_cast<size_t>(a_panel_count * mr * k));
+    pack_a_whole(kernel, a.view, m, k, num_threads, buf);
+    a_whole = buf;
+  }
+  const bool a_prepacked = a.packed != nullptr || a_whole != nullptr;
+
   // Work split: tasks are (M part) x (N block). One thread: the whole M, N by NC, so each
   // B block is packed once. More threads: split the dimension with more register tiles into
   // at least num_threads parts (whole register tiles), so no thread idles.
   // A pre-packed A (weights) costs nothing to walk again, so then the B block is sized for L2,
   // where packing writes it and the micro-kernel reads it back; an A packed here is instead
   // amortized over a wide B block in the shared cache.
-  int64_t nc = a.packed ? kernel.nc_l2 : kernel.nc, m_part = m;
+  int64_t nc = a_prepacked ? kernel.nc_l2 : kernel.nc, m_part = m;
   if (ceil_div(n, nc) < num_threads) {
     if (ceil_div(n, nr) >= ceil_div(m, mr)) {
       nc = std::min<int64_t>(nc, round_up(ceil_div(n, num_threads), nr));
@@ -373,7 +405,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // one cache line further, instead of MR new rows a whole C row apart per tile (on a 56x56
   // conv each tile touched 6 pages). Otherwise BLIS order: the B micro-panel stays in L1 while
   // the A block streams from L2.
-  const bool rows_outer = a.packed != nullptr;
+  const bool rows_outer = a_prepacked;
   // B read in place, not packed: a row-major B (a 1x1 conv's input planes) against pre-packed
   // weights with few rows, where the ISA's partial kernel takes a B row stride; packing would
   // copy each B element to feed only those few rows.
@@ -385,7 +417,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
     const int64_t m_begin = (t % parts_m) * m_part, j0 = (t / parts_m) * nc;
     const int64_t m_end = std::min(m, m_begin + m_part), ncur = std::min(nc, n - j0);
     GemmScratch& scratch = thread_scratch();
-    float* a_buf = a.packed
+    float* a_buf = a_prepacked
                        ? nullptr
                        : scratch.a.get(static_cast<size_t>(
                              round_up(std::min<int64_t>(kernel.mc, m_end - m_begin), mr) * kc_max));
@@ -425,6 +457,9 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
         if (a.packed) {
           a_panels = a.packed->panel(i0 / mr, p0);
           a_stride = a.packed->panel_stride(p0);
+        } else if (a_whole) {
+          a_stride = kc * mr;
+          a_panels = a_whole + p0 * a_panel_count * mr + (i0 / mr) * a_stride;
         } else {
           a_stride = kc * mr;
           pack_a_block(a.view, i0, p0, mcur, kc, mr, a_buf);

@@ -10,6 +10,7 @@
 //                        kernel or a temporary tile; after the last pc block the epilogue runs
 //                        on the tile while it is hot.
 // With A pre-packed (weights) NC is smaller (the B block stays in L2) and ir runs outside jr;
+// a plain A against a pre-packed B (a linear layer) is packed whole first, then walked the same;
 // with few rows of pre-packed A, a row-major B is read in place by the partial kernel.
 // beta == 0 never reads C. The micro-kernel, MR/NR and block sizes come from one per-ISA
 // table (GemmKernelInfo).
