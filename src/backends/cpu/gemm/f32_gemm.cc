@@ -381,20 +381,22 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // A pre-packed A (weights) costs nothing to walk again, so then the B block is sized for L2,
   // where packing writes it and the micro-kernel reads it back; an A packed here is instead
   // amortized over a wide B block in the shared cache.
-  int64_t nc = a_prepacked ? kernel.nc_l2 : kernel.nc, m_part = m;
-  if (ceil_div(n, nc) < num_threads) {
-    if (ceil_div(n, nr) >= ceil_div(m, mr)) {
-      nc = std::min<int64_t>(nc, round_up(ceil_div(n, num_threads), nr));
-    } else {
-      m_part = round_up(ceil_div(m, ceil_div(num_threads, ceil_div(n, nc))), mr);
-    }
+  // Parts and blocks take whole register tiles, spread as evenly as the tiles allow: 784
+  // columns in 4 blocks are 7 + 6 + 6 + 6 panels of 32, not 224 + 224 + 224 + 112 columns
+  // (a 2-thread split of 448 : 336).
+  const int64_t nc_target = a_prepacked ? kernel.nc_l2 : kernel.nc;
+  const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
+  int64_t n_blocks = ceil_div(n, nc_target), parts_m = 1;
+  if (n_blocks < num_threads) {
+    if (panels_n >= tiles_m)
+      n_blocks = std::min<int64_t>(panels_n, num_threads);
+    else
+      parts_m = std::min<int64_t>(tiles_m, ceil_div(num_threads, n_blocks));
   } else {
-    // Equal N blocks, as many as a multiple of the thread count (3136 columns by 256 would
-    // leave one thread 7 blocks and the other 6).
-    const int64_t blocks = round_up(ceil_div(n, nc), num_threads);
-    nc = round_up(ceil_div(n, blocks), nr);
+    // As many N blocks as a multiple of the thread count (3136 columns by 256 would leave
+    // one thread 7 blocks and the other 6).
+    n_blocks = std::min<int64_t>(panels_n, round_up(n_blocks, num_threads));
   }
-  const int64_t parts_m = ceil_div(m, m_part), tiles_n = ceil_div(n, nc);
   // On the last K block full tiles take the epilogue in registers when the ISA can.
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
   const bool fusable = !ep.empty() && kernel.fused_ukernel != nullptr &&
@@ -414,8 +416,11 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
                         b.view.cs == 1 && m <= kDirectBMaxRows && k >= kDirectBMinDepth;
 
   auto task = [&](int64_t t, int) {
-    const int64_t m_begin = (t % parts_m) * m_part, j0 = (t / parts_m) * nc;
-    const int64_t m_end = std::min(m, m_begin + m_part), ncur = std::min(nc, n - j0);
+    const int64_t part = t % parts_m, block = t / parts_m;
+    const int64_t m_begin = tiles_m * part / parts_m * mr;
+    const int64_t m_end = std::min(m, tiles_m * (part + 1) / parts_m * mr);
+    const int64_t j0 = panels_n * block / n_blocks * nr;
+    const int64_t ncur = std::min(n, panels_n * (block + 1) / n_blocks * nr) - j0;
     GemmScratch& scratch = thread_scratch();
     float* a_buf = a_prepacked
                        ? nullptr
@@ -530,7 +535,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       }
     }
   };
-  cpu_thread_pool().parallel_for(parts_m * tiles_n, num_threads, task);
+  cpu_thread_pool().parallel_for(parts_m * n_blocks, num_threads, task);
 }
 
 }  // namespace peregrine::cpu
