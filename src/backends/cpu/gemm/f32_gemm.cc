@@ -77,7 +77,7 @@ class ScratchBuffer {
 
 struct GemmScratch {
   ScratchBuffer a, b;
-  ScratchBuffer whole_a;  // the calling thread's: all of A packed once (pack_a_whole)
+  ScratchBuffer whole_a;            // the calling thread's: all of A packed once (pack_a_whole)
   alignas(64) float tile[16 * 32];  // an MR x NR edge tile (largest MR*NR in kKernels)
 };
 
@@ -211,16 +211,19 @@ inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols
 // Relu (1 thread, Zen 4): M = 64 +3-16%, M = 128 +2-8%, M = 256 -2-0%, M = 512-2048 -4-+1%; on
 // MobileNetV2's: K = 144-192 with M = 24-32 +15-25%, K = 16-24 with M = 96-144 -5-10% (still
 // -7% on the widest, 16 x 112 x 112, with whole tiles on the unmasked K loop).
+// At any depth with at most 32 rows, where a packed element would feed only one or two tiles:
+// MobileNetV2's 32 -> 16 1x1 conv at 112 x 112 (K = 32) -18%.
 constexpr int64_t kDirectBMaxRows = 192;
 constexpr int64_t kDirectBMinDepth = 64;
+constexpr int64_t kDirectBAnyDepthMaxRows = 32;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Packs all of A (m, k) in PackedMatrix::pack_a's layout into dst, ceil(m / MR) * MR * k floats,
 // spread over the pool by groups of panels.
-void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k,
-                  int num_threads, float* dst) {
+void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k, int num_threads,
+                  float* dst) {
   const int mr = kernel.mr;
   const int64_t panels = ceil_div(m, mr);
   constexpr int64_t kPanelsPerTask = 4;
@@ -399,8 +402,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   }
   // On the last K block full tiles take the epilogue in registers when the ISA can.
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
-  const bool fusable = !ep.empty() && kernel.fused_ukernel != nullptr &&
-                       clamp_of(ep, &clamp_lo, &clamp_hi);
+  const bool fusable =
+      !ep.empty() && kernel.fused_ukernel != nullptr && clamp_of(ep, &clamp_lo, &clamp_hi);
   const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
   // Tile order within a block. A pre-packed A with its L2-sized B block: a row of tiles at a
   // time, so consecutive tiles write (and read residuals from) the same MR rows of C, each row
@@ -413,7 +416,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // copy each B element to feed only those few rows.
   const bool direct_b = kernel.partial_ukernel != nullptr && a.packed != nullptr &&
                         b.packed == nullptr && b.prepacked_b == nullptr && b.packer == nullptr &&
-                        b.view.cs == 1 && m <= kDirectBMaxRows && k >= kDirectBMinDepth;
+                        b.view.cs == 1 && m <= kDirectBMaxRows &&
+                        (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
 
   auto task = [&](int64_t t, int) {
     const int64_t part = t % parts_m, block = t / parts_m;
