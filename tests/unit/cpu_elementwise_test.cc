@@ -232,7 +232,7 @@ TEST(VectorUkernels, SoftmaxColumns) {
   }
 }
 
-TEST(VectorUkernels, PoolRowsAndReductions) {
+TEST(VectorUkernels, PoolRowsCopyRowsAndReductions) {
   for (const VectorUkernels* uk : all_tables()) {
     for (size_t n : kLengths) {
       for (size_t stride : {1, 2, 3}) {
@@ -253,6 +253,9 @@ TEST(VectorUkernels, PoolRowsAndReductions) {
             ASSERT_EQ(acc.data()[j], max ? std::max(init[j], v) : init[j] + v) << "at " << j;
           }
         }
+        GuardedBuffer y(n);  // copy_row: every output written, none past n
+        uk->copy_row(x.data(), stride, y.data(), n);
+        for (size_t j = 0; j < n; ++j) ASSERT_EQ(y.data()[j], xv[j * stride]) << "at " << j;
       }
       GuardedBuffer x(n);
       std::vector<float> xv = random_floats(n, 13);

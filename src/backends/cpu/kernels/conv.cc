@@ -28,6 +28,7 @@
 #include "backends/cpu/kernels/conv_winograd_f2x3.h"
 #include "backends/cpu/kernels/conv_winograd_f4x3.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
 #include "ops/conv_geometry.h"
 
 namespace peregrine::cpu {
@@ -86,6 +87,7 @@ class Im2colPacker : public BPanelPacker {
         q += len;
       }
     }
+    const F32CopyRowFn copy_row = vector_ukernels().copy_row;
     const int64_t taps = s_.kh * s_.kw, in_plane = s_.in_h * s_.in_w;
     const int64_t last_cols = nc - (nc - 1) / nr * nr;  // columns of the last panel
     float* last_panel = dst + (nc - 1) / nr * panel_stride;
@@ -124,8 +126,8 @@ class Im2colPacker : public BPanelPacker {
           std::memcpy(out, src, 16 * sizeof(float));  // constant size: inlined
         } else if (sw == 1) {
           std::copy(src, src + count, out);
-        } else if (sw == 2) {  // a constant stride the compiler vectorizes
-          for (int64_t j = 0; j < count; ++j) out[j] = src[2 * j];
+        } else if (sw == 2) {  // even / odd shuffles (ResNet-50 / MobileNetV2 stems)
+          copy_row(src, 2, out, static_cast<size_t>(count));
         } else {
           for (int64_t j = 0; j < count; ++j) out[j] = src[j * sw];
         }

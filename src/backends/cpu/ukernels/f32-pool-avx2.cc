@@ -1,5 +1,6 @@
-// Pooling rows and plane reductions, AVX2. A pooling row combines one kernel tap into a row
-// of accumulators: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride].
+// Pooling rows, strided row copies and plane reductions, AVX2. A pooling row combines one
+// kernel tap into a row of accumulators: acc[j] = max(acc[j], x[j * stride]) or acc[j] +=
+// x[j * stride]; a copy row (im2col of a strided conv) sets acc[j] = x[j * stride].
 //   stride 1: 8 contiguous floats per step.
 //   stride 2: 16 contiguous floats per step, the even ones picked by shuffle + permute; the
 //             vector loop stops while 16 reads stay within x[0 .. 2 (n - 1)] (no over-read).
@@ -29,49 +30,69 @@ inline __m256 load_even(const float* x) {
   return even_lanes(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
 }
 
-template <bool kMax>
-inline __m256 combine(__m256 acc, __m256 v) {
-  return kMax ? _mm256_max_ps(acc, v) : _mm256_add_ps(acc, v);
+// What a row does with each element it reads: pooling combines it into acc, an im2col row
+// of a strided conv copies it.
+enum class RowOp { kMax, kAdd, kCopy };
+
+template <RowOp kOp>
+inline void update(float* acc, __m256 v) {
+  if constexpr (kOp == RowOp::kCopy)
+    _mm256_storeu_ps(acc, v);
+  else if constexpr (kOp == RowOp::kMax)
+    _mm256_storeu_ps(acc, _mm256_max_ps(_mm256_loadu_ps(acc), v));
+  else
+    _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), v));
 }
 
-template <bool kMax>
+template <RowOp kOp>
+inline void update_masked(float* acc, __m256i m, __m256 v) {
+  if constexpr (kOp == RowOp::kMax)
+    _mm256_maskstore_ps(acc, m, _mm256_max_ps(_mm256_maskload_ps(acc, m), v));
+  else
+    _mm256_maskstore_ps(acc, m, _mm256_add_ps(_mm256_maskload_ps(acc, m), v));
+}
+
+template <RowOp kOp>
 void pool_row(const float* x, size_t stride, float* acc, size_t n) {
   size_t j = 0;
   if (stride == 1) {
-    for (; j + 8 <= n; j += 8)
-      _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), _mm256_loadu_ps(x + j)));
+    for (; j + 8 <= n; j += 8) update<kOp>(acc + j, _mm256_loadu_ps(x + j));
   } else if (stride == 2) {
     for (; j + 9 <= n; j += 8)  // reads x[2j .. 2j + 15] <= x[2 (n - 1)]
-      _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), load_even(x + 2 * j)));
-    if (j < n) {
+      update<kOp>(acc + j, load_even(x + 2 * j));
+    // A copy's tail goes element by element: a masked store is slow on AMD, and without a
+    // read of acc a masked load buys nothing (the 3x3 / 2 convs of ResNet-50, 7-28 wide rows,
+    // were 4-7% slower with it).
+    if (kOp != RowOp::kCopy && j < n) {
       // The last r <= 8 outputs need x[2j .. 2j + 2r - 2]: masked loads stop there (an
       // element-by-element tail was 1 in 7 outputs of a 56-wide pooling row).
       const int64_t r = static_cast<int64_t>(n - j), reads = 2 * r - 1;
       const __m256 even = even_lanes(
           _mm256_maskload_ps(x + 2 * j, tail_mask(std::min<int64_t>(reads, 8))),
           _mm256_maskload_ps(x + 2 * j + 8, tail_mask(std::max<int64_t>(reads - 8, 0))));
-      if (r == 8) {
-        _mm256_storeu_ps(acc + j, combine<kMax>(_mm256_loadu_ps(acc + j), even));
-      } else {
-        const __m256i m = tail_mask(r);
-        _mm256_maskstore_ps(acc + j, m, combine<kMax>(_mm256_maskload_ps(acc + j, m), even));
-      }
+      if (r == 8)
+        update<kOp>(acc + j, even);
+      else
+        update_masked<kOp>(acc + j, tail_mask(r), even);
       return;
     }
   }
   for (; j < n; ++j) {
     const float v = x[j * stride];
-    acc[j] = kMax ? std::max(acc[j], v) : acc[j] + v;
+    acc[j] = kOp == RowOp::kCopy ? v : kOp == RowOp::kMax ? std::max(acc[j], v) : acc[j] + v;
   }
 }
 
 }  // namespace
 
 void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n) {
-  pool_row<true>(x, stride, acc, n);
+  pool_row<RowOp::kMax>(x, stride, acc, n);
 }
 void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n) {
-  pool_row<false>(x, stride, acc, n);
+  pool_row<RowOp::kAdd>(x, stride, acc, n);
+}
+void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n) {
+  pool_row<RowOp::kCopy>(x, stride, y, n);
 }
 float f32_reduce_max__avx2(const float* x, size_t n) { return array_max(x, n); }
 float f32_reduce_sum__avx2(const float* x, size_t n) { return array_sum(x, n); }

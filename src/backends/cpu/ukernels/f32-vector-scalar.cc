@@ -138,6 +138,10 @@ void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n) {
   for (size_t j = 0; j < n; ++j) acc[j] += x[j * stride];
 }
 
+void f32_copy_row__scalar(const float* x, size_t stride, float* y, size_t n) {
+  for (size_t j = 0; j < n; ++j) y[j] = x[j * stride];
+}
+
 }  // namespace scalar
 
 namespace {
@@ -152,6 +156,7 @@ const VectorUkernels kScalar = {
     scalar::f32_rms_norm_row__scalar,
     scalar::f32_max_row__scalar,
     scalar::f32_add_row__scalar,
+    scalar::f32_copy_row__scalar,
     scalar::f32_reduce_max__scalar,
     scalar::f32_reduce_sum__scalar,
 };
@@ -166,6 +171,7 @@ const VectorUkernels kAvx2 = {
     avx2::f32_rms_norm_row__avx2,
     avx2::f32_max_row__avx2,
     avx2::f32_add_row__avx2,
+    avx2::f32_copy_row__avx2,
     avx2::f32_reduce_max__avx2,
     avx2::f32_reduce_sum__avx2,
 };

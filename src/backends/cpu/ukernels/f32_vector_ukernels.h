@@ -50,6 +50,9 @@ using F32RmsNormRowFn = void (*)(const float* x, const float* gamma, float eps, 
 // Pooling rows: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride], j in [0, n).
 // Reads x[0 .. (n - 1) * stride] only.
 using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t n);
+// Strided row copy: y[j] = x[j * stride], j in [0, n) (im2col rows of strided convs). Reads
+// x[0 .. (n - 1) * stride] only.
+using F32CopyRowFn = void (*)(const float* x, size_t stride, float* y, size_t n);
 // Reductions over x[0, n): max (-inf for n == 0) and sum (0 for n == 0).
 using F32ReduceFn = float (*)(const float* x, size_t n);
 
@@ -63,6 +66,7 @@ struct VectorUkernels {
   F32RmsNormRowFn rms_norm_row;
   F32PoolRowFn max_row;
   F32PoolRowFn add_row;
+  F32CopyRowFn copy_row;
   F32ReduceFn reduce_max;
   F32ReduceFn reduce_sum;
 };
@@ -84,6 +88,7 @@ void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float*
 void f32_rms_norm_row__scalar(const float* x, const float* gamma, float eps, float* y, size_t n);
 void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n);
+void f32_copy_row__scalar(const float* x, size_t stride, float* y, size_t n);
 float f32_reduce_max__scalar(const float* x, size_t n);
 float f32_reduce_sum__scalar(const float* x, size_t n);
 }  // namespace scalar
@@ -99,6 +104,7 @@ void f32_layer_norm_row__avx2(const float* x, const float* gamma, const float* b
 void f32_rms_norm_row__avx2(const float* x, const float* gamma, float eps, float* y, size_t n);
 void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
+void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n);
 float f32_reduce_max__avx2(const float* x, size_t n);
 float f32_reduce_sum__avx2(const float* x, size_t n);
 }  // namespace avx2
