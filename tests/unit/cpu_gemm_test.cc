@@ -290,7 +290,10 @@ TEST(F32Gemm, ThreadCounts) {
                          // packing tasks: 150 rows are 11 or more panels.
                          GemmCase{150, 70, 40, false, false, false, true, 1, 0,
                                   GemmEpilogue::Bias::kPerColumn, Activation::kGelu},
-                         GemmCase{150, 70, 40, true, false, false, true}})
+                         GemmCase{150, 70, 40, true, false, false, true},
+                         // More row tiles than column panels: threads split M and share one B
+                         // packed whole (several groups of panels, several K blocks).
+                         GemmCase{400, 300, 40}, GemmCase{400, 300, 300, false, true}})
         check_gemm(kernel, c, threads);
 }
 

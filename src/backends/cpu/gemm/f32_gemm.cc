@@ -78,6 +78,7 @@ class ScratchBuffer {
 struct GemmScratch {
   ScratchBuffer a, b;
   ScratchBuffer whole_a;            // the calling thread's: all of A packed once (pack_a_whole)
+  ScratchBuffer whole_b;            // the calling thread's: all of B packed once (pack_b_whole)
   alignas(64) float tile[16 * 32];  // an MR x NR edge tile (largest MR*NR in kKernels)
 };
 
@@ -236,6 +237,28 @@ void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t
     }
   };
   cpu_thread_pool().parallel_for(ceil_div(panels, kPanelsPerTask), num_threads, task);
+}
+
+// Packs all of B (k, n) (a view or a packer's) into dst in PackedMatrix::pack_b's layout
+// (packed_b_offset), packed_b_floats(kernel, k, n) floats, spread over the pool by K block and
+// group of panels.
+void pack_b_whole(const GemmKernelInfo& kernel, const GemmOperand& b, int64_t k, int64_t n,
+                  int num_threads, float* dst) {
+  const int nr = kernel.nr;
+  const int64_t panels = ceil_div(n, nr);
+  constexpr int64_t kPanelsPerTask = 8;
+  const int64_t groups = ceil_div(panels, kPanelsPerTask);
+  auto task = [&](int64_t t, int) {
+    const int64_t p0 = (t / groups) * kernel.kc, kc = std::min<int64_t>(kernel.kc, k - p0);
+    const int64_t j0 = (t % groups) * kPanelsPerTask * nr;
+    const int64_t nc = std::min<int64_t>(n - j0, kPanelsPerTask * nr);
+    float* out = dst + p0 * panels * nr + (j0 / nr) * kc * nr;
+    if (b.packer)
+      b.packer->pack(p0, j0, kc, nc, nr, kc * nr, out);
+    else
+      pack_b_block(b.view, p0, j0, kc, nc, nr, kc * nr, out);
+  };
+  cpu_thread_pool().parallel_for(ceil_div(k, kernel.kc) * groups, num_threads, task);
 }
 
 }  // namespace
@@ -419,6 +442,18 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
                         b.view.cs == 1 && m <= kDirectBMaxRows &&
                         (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
 
+  // Parts of M would each run the same packer over the same B columns (a 3x3 / 2 conv's
+  // im2col, 20% of its time, twice at 2 threads): B is then packed once, whole, by all
+  // threads, and read as prepacked (ResNet-50's at 2 threads -6-9%). A plain copy of a B view
+  // stays per part: 1x1 convs that read half of a shared B from the other core's cache were
+  // 5% slower.
+  const float* prepacked_b = b.prepacked_b;
+  if (parts_m > 1 && b.packer != nullptr) {
+    float* buf = thread_scratch().whole_b.get(static_cast<size_t>(packed_b_floats(kernel, k, n)));
+    pack_b_whole(kernel, b, k, n, num_threads, buf);
+    prepacked_b = buf;
+  }
+
   auto task = [&](int64_t t, int) {
     const int64_t part = t % parts_m, block = t / parts_m;
     const int64_t m_begin = tiles_m * part / parts_m * mr;
@@ -430,7 +465,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
                        ? nullptr
                        : scratch.a.get(static_cast<size_t>(
                              round_up(std::min<int64_t>(kernel.mc, m_end - m_begin), mr) * kc_max));
-    float* b_buf = b.packed || b.prepacked_b || direct_b
+    float* b_buf = b.packed || prepacked_b || direct_b
                        ? nullptr
                        : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
     for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {  // pc loop
@@ -444,9 +479,9 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       } else if (direct_b) {
         b_stride = nr;  // panel jr starts nr columns further along the rows
         b_panels = b.view.data + p0 * b.view.rs + j0;
-      } else if (b.prepacked_b) {
+      } else if (prepacked_b) {
         b_stride = kc * nr;
-        b_panels = b.prepacked_b + p0 * round_up(n, nr) + (j0 / nr) * b_stride;
+        b_panels = prepacked_b + p0 * round_up(n, nr) + (j0 / nr) * b_stride;
       } else {
         b_stride = kc * nr;
         if (b.packer)
