@@ -37,13 +37,16 @@ constexpr double kAvx512RelativeRate = 1.15;
 // the one with vectorized transcendental activations, and every AVX-512 CPU runs AVX2.
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
-     scalar::f32_gemm_fused_ukernel_4x8__scalar, nullptr, f32_gemm_epilogue__scalar, 4, 8, 256, 128,
+     scalar::f32_gemm_fused_ukernel_4x8__scalar, nullptr, nullptr, f32_gemm_epilogue__scalar, 4, 8,
+     256, 128,
      1024, 256, 0.1},
     {Isa::kAvx2, "f32_gemm_ukernel_6x16__avx2", avx2::f32_gemm_ukernel_6x16__avx2,
-     avx2::f32_gemm_fused_ukernel_6x16__avx2, nullptr, avx2::f32_gemm_epilogue__avx2, 6, 16, 256,
+     avx2::f32_gemm_fused_ukernel_6x16__avx2, nullptr, nullptr, avx2::f32_gemm_epilogue__avx2, 6,
+     16, 256,
      144, 2048, 256, 1.0},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
      avx512::f32_gemm_fused_ukernel_14x32__avx512, avx512::f32_gemm_partial_ukernel_14x32__avx512,
+     avx512::f32_gemm_indirect_ukernel_14x32__avx512,
      avx2::f32_gemm_epilogue__avx2, 14, 32, 256, 210, 2048, 256, kAvx512RelativeRate},
 };
 
@@ -575,6 +578,47 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
     }
   };
   cpu_thread_pool().parallel_for(parts_m * n_blocks, num_threads, task);
+}
+
+void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const PackedMatrix& a,
+                       const IndirectB& b, float* c, int64_t ldc, const GemmEpilogue& ep,
+                       int num_threads) {
+  const int64_t rows = b.rows(), len = b.row_len();
+  if (m <= 0 || rows <= 0 || len <= 0) return;
+  const int mr = kernel.mr, nr = kernel.nr;
+  float clamp_lo = 0.0f, clamp_hi = 0.0f;
+  const bool fusable = !ep.empty() && clamp_of(ep, &clamp_lo, &clamp_hi);
+  auto task = [&](int64_t r, int) {
+    thread_local std::vector<const float*> pointers;
+    pointers.resize(static_cast<size_t>(k));
+    b.row_pointers(r, pointers.data());
+    const int64_t col0 = r * len;
+    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
+      const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
+      const bool last = p0 + kc == k;
+      // A row tile's panel stays in L1 across the row's column tiles; the row's B (kc runs of
+      // row_len floats) in L1 / L2 across the row tiles.
+      for (int64_t i0 = 0; i0 < m; i0 += mr) {
+        const int64_t nrows = std::min<int64_t>(mr, m - i0);
+        const float* ap = a.panel(i0 / mr, p0);
+        for (int64_t j = 0; j < len; j += nr) {
+          const int64_t ncols = std::min<int64_t>(nr, len - j);
+          float* ct = c + i0 * ldc + col0 + j;
+          F32GemmTileEpilogue te;
+          if (last && fusable) te = tile_epilogue(ep, clamp_lo, clamp_hi, i0, col0 + j);
+          kernel.indirect_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
+                                  static_cast<size_t>(kc), ap, pointers.data() + p0,
+                                  static_cast<size_t>(j), ct, static_cast<size_t>(ldc), 1.0f,
+                                  p0 == 0 ? 0.0f : 1.0f, last && fusable ? &te : nullptr);
+          if (last && !ep.empty() && !fusable)
+            kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
+                            static_cast<size_t>(ncols), static_cast<size_t>(i0),
+                            static_cast<size_t>(col0 + j), ep);
+        }
+      }
+    }
+  };
+  cpu_thread_pool().parallel_for(rows, num_threads, task);
 }
 
 }  // namespace peregrine::cpu

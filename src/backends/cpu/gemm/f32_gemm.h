@@ -68,6 +68,7 @@ struct GemmKernelInfo {
   F32GemmFusedUkernelFn fused_ukernel;  // min/max-type epilogues in registers; may be nullptr
   // Edge tiles straight into C; nullptr: the full kernel on a temporary tile, merged into C.
   F32GemmPartialUkernelFn partial_ukernel;
+  F32GemmIndirectUkernelFn indirect_ukernel;  // B by row pointers; nullptr: no f32_gemm_indirect
   F32GemmEpilogueFn epilogue;
   int mr, nr;  // register tile
   int kc;      // K block: one A and one B micro-panel stay in L1
@@ -184,6 +185,25 @@ struct GemmOperand {
     return GemmOperand{MatrixView{}, nullptr, nullptr, panels};
   }
 };
+
+// B of an indirect GEMM (f32_gemm_indirect): N = rows() * row_len() columns in rows of
+// row_len() (a convolution's output rows), B(p, r * row_len() + j) = pointers of row r [p][j].
+class IndirectB {
+ public:
+  virtual ~IndirectB() = default;
+  virtual int64_t rows() const = 0;
+  virtual int64_t row_len() const = 0;
+  // Writes the k pointers of row r, each valid for row_len() floats. Called concurrently from
+  // several threads.
+  virtual void row_pointers(int64_t r, const float** dst) const = 0;
+};
+
+// C = epilogue(A * B) for a pre-packed A (m, k), k > 0, and an indirect B: no B is packed, each
+// tile reads its K rows through the pointers. Tasks are B's rows. `kernel` must be the one A was
+// packed for and have an indirect_ukernel.
+void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const PackedMatrix& a,
+                       const IndirectB& b, float* c, int64_t ldc, const GemmEpilogue& ep,
+                       int num_threads);
 
 // C = epilogue(alpha * A * B + beta * C) for A (m, k), B (k, n), C (m, n) with row stride ldc,
 // on exactly min(num_threads, tasks) threads of cpu_thread_pool(). Packed operands must come

@@ -1,9 +1,11 @@
 // f32 GEMM micro-kernels, AVX-512F: MR = 14, NR = 32.
 // Registers: 28 zmm accumulators (14 rows x 2 vectors of 16), 2 for the B row, 1 broadcast
 // of A: 31 of 32. Each k step: 2 aligned loads of B, 14 broadcasts of A, 28 FMAs.
-// Three entry points: the plain tile, the fused tile (epilogue in registers) and the partial
-// tile, which takes any rows <= 14 and columns <= 32 of a tile, a B row stride (packed panels or
-// a row-major B read in place) and an optional epilogue, and stores straight into C.
+// Four entry points: the plain tile, the fused tile (epilogue in registers), the partial tile,
+// which takes any rows <= 14 and columns <= 32 of a tile, a B row stride (packed panels or a
+// row-major B read in place) and an optional epilogue, and stores straight into C, and the
+// indirect tile: the partial one with a pointer per B row (indirect convolution). One K loop
+// each, templated on how B's rows are found (StridedRows, IndirectRows).
 // Packing and edge contract: ukernels/f32_gemm_ukernels.h.
 #include <immintrin.h>
 
@@ -25,21 +27,43 @@ constexpr int kMr = 14;
 // node -2% at 4; 12 was slower).
 constexpr size_t kPrefetchRows = 4;
 
-// acc(14, 32) = A panel (kc, 14) * B panel (kc, 32), all 28 accumulators in registers.
-// B row p at b + p * ldb (ldb = 32 for a packed panel).
-inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const float* a,
-                                                            const float* b, size_t ldb,
+// Row p of a tile's B at b + p * ldb: a packed panel (ldb = 32) or a row-major B read in place.
+struct StridedRows {
+  const float* b;
+  size_t ldb;
+  static constexpr bool kPrefetch = true;
+  const float* row(size_t p) const { return b + p * ldb; }
+  StridedRows shifted(size_t columns) const { return {b + columns, ldb}; }
+};
+
+// Row p of a tile's B at rows[p] + offset: a tap's run of input pixels (indirect convolution).
+// No prefetch: the pointer table ends at the tile's last row, and the rows are the input,
+// already in cache.
+struct IndirectRows {
+  const float* const* rows;
+  size_t offset;
+  static constexpr bool kPrefetch = false;
+  const float* row(size_t p) const { return rows[p] + offset; }
+  IndirectRows shifted(size_t columns) const { return {rows, offset + columns}; }
+};
+
+// acc(14, 32) = A panel (kc, 14) * B (kc, 32), all 28 accumulators in registers.
+template <class B>
+inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const float* a, B b,
                                                             __m512 (&acc0)[kMr],
                                                             __m512 (&acc1)[kMr]) {
   __m512 r0[kMr], r1[kMr];
 #pragma GCC unroll 14
   for (int i = 0; i < kMr; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
-    // Past the panel's end this touches the next panel (or nothing that faults: a prefetch).
-    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * ldb), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * ldb + 16), _MM_HINT_T0);
-    const __m512 b0 = _mm512_loadu_ps(b);       // B(p, 0:16)
-    const __m512 b1 = _mm512_loadu_ps(b + 16);  // B(p, 16:32)
+    const float* bp = b.row(p);
+    if constexpr (B::kPrefetch) {
+      // Past the panel's end this touches the next panel (or nothing that faults: a prefetch).
+      _mm_prefetch(reinterpret_cast<const char*>(b.row(p + kPrefetchRows)), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b.row(p + kPrefetchRows) + 16), _MM_HINT_T0);
+    }
+    const __m512 b0 = _mm512_loadu_ps(bp);       // B(p, 0:16)
+    const __m512 b1 = _mm512_loadu_ps(bp + 16);  // B(p, 16:32)
 #pragma GCC unroll 14
     for (int i = 0; i < kMr; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
@@ -47,7 +71,6 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
       r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
     }
     a += kMr;
-    b += ldb;
   }
 #pragma GCC unroll 14
   for (int i = 0; i < kMr; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
@@ -55,27 +78,28 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
 
 // The loop as a call of its own for the fused kernel, so the epilogue's registers cannot push
 // an accumulator onto the stack inside the K loop (as GCC 12 did with the AVX2 kernel).
-__attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const float* a,
-                                                           const float* b, size_t ldb,
+template <class B>
+__attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const float* a, B b,
                                                            __m512 (&acc0)[kMr],
                                                            __m512 (&acc1)[kMr]) {
-  accumulate_14x32(kc, a, b, ldb, acc0, acc1);
+  accumulate_14x32(kc, a, b, acc0, acc1);
 }
 
-// The first R rows and V vectors of 16 columns of the 14 x 32 product (the panels keep their
-// 14-row and 32-column strides), for edge tiles: a tile 4 columns wide costs half a full one,
-// not all of it. A call of its own for the reason above.
-template <int R, int V>
-__attribute__((noinline)) void accumulate_part(size_t kc, const float* a, const float* b,
-                                               size_t ldb, __mmask16 m0, __mmask16 m1,
-                                               __m512 (&acc0)[kMr], __m512 (&acc1)[kMr]) {
+// The first R rows and V vectors of 16 columns of the 14 x 32 product (the A panel keeps its
+// 14-row stride), for edge tiles: a tile 4 columns wide costs half a full one, not all of it.
+// A call of its own for the reason above.
+template <class B, int R, int V>
+__attribute__((noinline)) void accumulate_part(size_t kc, const float* a, B b, __mmask16 m0,
+                                               __mmask16 m1, __m512 (&acc0)[kMr],
+                                               __m512 (&acc1)[kMr]) {
   __m512 r0[R], r1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
     // Masked to the tile's columns: a B read in place must not run past its last row.
-    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
-    const __m512 b1 = V == 2 ? _mm512_maskz_loadu_ps(m1, b + 16) : _mm512_setzero_ps();
+    const float* bp = b.row(p);
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
+    const __m512 b1 = V == 2 ? _mm512_maskz_loadu_ps(m1, bp + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
       const __m512 av = _mm512_set1_ps(a[i]);
@@ -83,28 +107,29 @@ __attribute__((noinline)) void accumulate_part(size_t kc, const float* a, const 
       if constexpr (V == 2) r1[i] = _mm512_fmadd_ps(av, b1, r1[i]);
     }
     a += kMr;
-    b += ldb;
   }
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
 }
 
-using AccumulatePartFn = void (*)(size_t, const float*, const float*, size_t, __mmask16, __mmask16,
-                                  __m512 (&)[kMr], __m512 (&)[kMr]);
-// kRowsOf<v>[r - 1]: the first r rows, v vectors.
-template <int V>
-constexpr AccumulatePartFn kRowsOf[kMr] = {
-    accumulate_part<1, V>,  accumulate_part<2, V>,  accumulate_part<3, V>,  accumulate_part<4, V>,
-    accumulate_part<5, V>,  accumulate_part<6, V>,  accumulate_part<7, V>,  accumulate_part<8, V>,
-    accumulate_part<9, V>,  accumulate_part<10, V>, accumulate_part<11, V>, accumulate_part<12, V>,
-    accumulate_part<13, V>, accumulate_part<14, V>};
+template <class B>
+using AccumulatePartFn = void (*)(size_t, const float*, B, __mmask16, __mmask16, __m512 (&)[kMr],
+                                  __m512 (&)[kMr]);
+// kRowsOf<B, v>[r - 1]: the first r rows, v vectors.
+template <class B, int V>
+constexpr AccumulatePartFn<B> kRowsOf[kMr] = {
+    accumulate_part<B, 1, V>,  accumulate_part<B, 2, V>,  accumulate_part<B, 3, V>,
+    accumulate_part<B, 4, V>,  accumulate_part<B, 5, V>,  accumulate_part<B, 6, V>,
+    accumulate_part<B, 7, V>,  accumulate_part<B, 8, V>,  accumulate_part<B, 9, V>,
+    accumulate_part<B, 10, V>, accumulate_part<B, 11, V>, accumulate_part<B, 12, V>,
+    accumulate_part<B, 13, V>, accumulate_part<B, 14, V>};
 
-// Columns 0..C-1 of the B panel at b (row stride 32) against the A panel, one vector over the
-// 14 rows per column: one FMA per k and column, where a vector of 16 columns costs one per k
-// and row. Even and odd k alternate two accumulator sets to halve the FMA latency chains.
-template <int C>
-__attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, const float* b,
-                                                  size_t ldb, __m512 (&acc)[kMr]) {
+// Columns 0..C-1 of B against the A panel, one vector over the 14 rows per column: one FMA per
+// k and column, where a vector of 16 columns costs one per k and row. Even and odd k alternate
+// two accumulator sets to halve the FMA latency chains.
+template <class B, int C>
+__attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, B b,
+                                                  __m512 (&acc)[kMr]) {
   constexpr __mmask16 kRows = (1u << kMr) - 1u;  // masked: the last k must not read past A
   __m512 even[C], odd[C];
 #pragma GCC unroll 13
@@ -113,37 +138,42 @@ __attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, con
   for (; p + 2 <= kc; p += 2) {
     const __m512 a0 = _mm512_maskz_loadu_ps(kRows, a + p * kMr);
     const __m512 a1 = _mm512_maskz_loadu_ps(kRows, a + (p + 1) * kMr);
+    const float* b0 = b.row(p);
+    const float* b1 = b.row(p + 1);
 #pragma GCC unroll 13
     for (int j = 0; j < C; ++j) {
-      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * ldb + j]), even[j]);
-      odd[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b[(p + 1) * ldb + j]), odd[j]);
+      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b0[j]), even[j]);
+      odd[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b1[j]), odd[j]);
     }
   }
   if (p < kc) {
     const __m512 a0 = _mm512_maskz_loadu_ps(kRows, a + p * kMr);
+    const float* b0 = b.row(p);
 #pragma GCC unroll 13
-    for (int j = 0; j < C; ++j)
-      even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[p * ldb + j]), even[j]);
+    for (int j = 0; j < C; ++j) even[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b0[j]), even[j]);
   }
 #pragma GCC unroll 13
   for (int j = 0; j < C; ++j) acc[j] = _mm512_add_ps(even[j], odd[j]);
 }
 
-using AccumulateColumnsFn = void (*)(size_t, const float*, const float*, size_t, __m512 (&)[kMr]);
-// kColumns[c - 1]: the first c columns (c < 14: beyond that a vector of 16 is as cheap).
-constexpr AccumulateColumnsFn kColumns[13] = {
-    accumulate_columns<1>, accumulate_columns<2>,  accumulate_columns<3>,  accumulate_columns<4>,
-    accumulate_columns<5>, accumulate_columns<6>,  accumulate_columns<7>,  accumulate_columns<8>,
-    accumulate_columns<9>, accumulate_columns<10>, accumulate_columns<11>, accumulate_columns<12>,
-    accumulate_columns<13>};
+template <class B>
+using AccumulateColumnsFn = void (*)(size_t, const float*, B, __m512 (&)[kMr]);
+// kColumns<B>[c - 1]: the first c columns (c < 14: beyond that a vector of 16 is as cheap).
+template <class B>
+constexpr AccumulateColumnsFn<B> kColumns[13] = {
+    accumulate_columns<B, 1>,  accumulate_columns<B, 2>,  accumulate_columns<B, 3>,
+    accumulate_columns<B, 4>,  accumulate_columns<B, 5>,  accumulate_columns<B, 6>,
+    accumulate_columns<B, 7>,  accumulate_columns<B, 8>,  accumulate_columns<B, 9>,
+    accumulate_columns<B, 10>, accumulate_columns<B, 11>, accumulate_columns<B, 12>,
+    accumulate_columns<B, 13>};
 
 // Columns [first, first + count) of the tile (count < 14) through accumulate_columns, with the
 // epilogue element by element (at most 14 x 13 of them).
-void column_part(size_t rows, size_t first, size_t count, size_t kc, const float* a, const float* b,
-                 size_t ldb, float* c, size_t ldc, float alpha, float beta,
-                 const F32GemmTileEpilogue* ep) {
+template <class B>
+void column_part(size_t rows, size_t first, size_t count, size_t kc, const float* a, B b, float* c,
+                 size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
   __m512 acc[kMr];
-  kColumns[count - 1](kc, a, b + first, ldb, acc);
+  kColumns<B>[count - 1](kc, a, b.shifted(first), acc);
   alignas(64) float sums[13][16];  // sums[j][i]: row i of column first + j
   for (size_t j = 0; j < count; ++j) _mm512_store_ps(sums[j], acc[j]);
   for (size_t i = 0; i < rows; ++i) {
@@ -164,18 +194,19 @@ void column_part(size_t rows, size_t first, size_t count, size_t kc, const float
 }
 
 // Columns [0, cols) of the tile as one or two masked vectors of 16 per row.
-void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const float* b, size_t ldb,
-                 float* c, size_t ldc, float alpha, float beta, const F32GemmTileEpilogue* ep) {
+template <class B>
+void vector_part(size_t rows, size_t cols, size_t kc, const float* a, B b, float* c, size_t ldc,
+                 float alpha, float beta, const F32GemmTileEpilogue* ep) {
   // Columns 0..15 and 16..31 that exist in C: every load and store below is masked to them.
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
                                               : cols <= 16 ? 0u
                                                            : (1u << (cols - 16)) - 1u);
   __m512 acc0[kMr], acc1[kMr];
-  if (rows == kMr && cols == 32)  // a whole tile (B read in place): no masks in the K loop
-    accumulate_14x32_separately(kc, a, b, ldb, acc0, acc1);
+  if (rows == kMr && cols == 32)  // a whole tile: no masks in the K loop
+    accumulate_14x32_separately(kc, a, b, acc0, acc1);
   else
-    (cols <= 16 ? kRowsOf<1> : kRowsOf<2>)[rows - 1](kc, a, b, ldb, m0, m1, acc0, acc1);
+    (cols <= 16 ? kRowsOf<B, 1> : kRowsOf<B, 2>)[rows - 1](kc, a, b, m0, m1, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
   if (ep && ep->bias_col) {
@@ -212,26 +243,40 @@ void vector_part(size_t rows, size_t cols, size_t kc, const float* a, const floa
   }
 }
 
+// Any rows <= 14 and columns <= 32 of a tile. The columns past the last whole vector cost
+// `rest` FMAs per k as columns and `rows` as a masked vector: a 49-pixel map's last tile (17
+// columns) is a vector and a column, not two vectors, a 196-pixel map's (4 columns) four
+// columns.
+template <class B>
+void partial_tile(size_t rows, size_t cols, size_t kc, const float* a, B b, float* c, size_t ldc,
+                  float alpha, float beta, const F32GemmTileEpilogue* ep) {
+  size_t rest = cols % 16;
+  if (rest >= rows) rest = 0;
+  const size_t vector_cols = cols - rest;
+  if (vector_cols > 0) vector_part(rows, vector_cols, kc, a, b, c, ldc, alpha, beta, ep);
+  if (rest > 0) column_part(rows, vector_cols, rest, kc, a, b, c, ldc, alpha, beta, ep);
+}
+
 }  // namespace
 
 void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
                                             const float* b, size_t ldb, float* c, size_t ldc,
                                             float alpha, float beta,
                                             const F32GemmTileEpilogue* ep) {
-  // The columns past the last whole vector cost `rest` FMAs per k as columns and `rows` as a
-  // masked vector: a 49-pixel map's last tile (17 columns) is a vector and a column, not two
-  // vectors, a 196-pixel map's (4 columns) four columns.
-  size_t rest = cols % 16;
-  if (rest >= rows) rest = 0;
-  const size_t vector_cols = cols - rest;
-  if (vector_cols > 0) vector_part(rows, vector_cols, kc, a, b, ldb, c, ldc, alpha, beta, ep);
-  if (rest > 0) column_part(rows, vector_cols, rest, kc, a, b, ldb, c, ldc, alpha, beta, ep);
+  partial_tile(rows, cols, kc, a, StridedRows{b, ldb}, c, ldc, alpha, beta, ep);
+}
+
+void f32_gemm_indirect_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
+                                             const float* const* b_rows, size_t b_offset, float* c,
+                                             size_t ldc, float alpha, float beta,
+                                             const F32GemmTileEpilogue* ep) {
+  partial_tile(rows, cols, kc, a, IndirectRows{b_rows, b_offset}, c, ldc, alpha, beta, ep);
 }
 
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                     float alpha, float beta) {
   __m512 acc0[kMr], acc1[kMr];
-  accumulate_14x32(kc, a, b, 32, acc0, acc1);
+  accumulate_14x32(kc, a, StridedRows{b, 32}, acc0, acc1);
   const __m512 va = _mm512_set1_ps(alpha);
   if (beta == 0.0f) {
 #pragma GCC unroll 14
@@ -256,7 +301,7 @@ void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float
                                           const F32GemmTileEpilogue& ep) {
   // The partial tile's code with every row and column: the same K loop (a call of its own) and
   // epilogue, its masks all ones.
-  vector_part(kMr, 32, kc, a, b, 32, c, ldc, alpha, beta, &ep);
+  vector_part(kMr, 32, kc, a, StridedRows{b, 32}, c, ldc, alpha, beta, &ep);
 }
 
 }  // namespace peregrine::cpu::avx512

@@ -38,6 +38,13 @@ struct F32GemmTileEpilogue {
 using F32GemmPartialUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, const float* a,
                                          const float* b, size_t ldb, float* c, size_t ldc,
                                          float alpha, float beta, const F32GemmTileEpilogue* ep);
+// The partial kernel with B given by row: row p of the tile at b_rows[p] + b_offset (an
+// indirect convolution: each row a tap's contiguous input run, no im2col copy). Reads only the
+// tile's `cols` columns of each row.
+using F32GemmIndirectUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, const float* a,
+                                          const float* const* b_rows, size_t b_offset, float* c,
+                                          size_t ldc, float alpha, float beta,
+                                          const F32GemmTileEpilogue* ep);
 using F32GemmFusedUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c,
                                        size_t ldc, float alpha, float beta,
                                        const F32GemmTileEpilogue& ep);
@@ -68,6 +75,10 @@ void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc,
                                             const float* b, size_t ldb, float* c, size_t ldc,
                                             float alpha, float beta,
                                             const F32GemmTileEpilogue* ep);
+void f32_gemm_indirect_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
+                                             const float* const* b_rows, size_t b_offset, float* c,
+                                             size_t ldc, float alpha, float beta,
+                                             const F32GemmTileEpilogue* ep);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu
