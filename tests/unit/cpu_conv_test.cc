@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/reference/reference_backend.h"
 #include "cpu_one_node_graph.h"
 #include "cpu_test_util.h"
@@ -216,6 +218,81 @@ TEST(CpuFusedConv, MatchesReference) {
         compare_backends(g);
       }
   }
+}
+
+// PEREGRINE_CONV_ALGO set for one scope (read when a kernel is prepared).
+class ScopedConvAlgo {
+ public:
+  explicit ScopedConvAlgo(const char* value) {
+    if (const char* old = std::getenv("PEREGRINE_CONV_ALGO")) old_ = old, had_ = true;
+    setenv("PEREGRINE_CONV_ALGO", value, 1);
+  }
+  ~ScopedConvAlgo() {
+    if (had_)
+      setenv("PEREGRINE_CONV_ALGO", old_.c_str(), 1);
+    else
+      unsetenv("PEREGRINE_CONV_ALGO");
+  }
+
+ private:
+  std::string old_;
+  bool had_ = false;
+};
+
+// Column-stride-2 convs forced onto the indirect GEMM (where the selected GEMM kernel has one:
+// AVX-512): odd channel counts (partial row tiles), K over several K blocks, output rows of
+// 1-41 pixels (column tiles of one or two masked vectors and of single columns), pads, row
+// strides, dilations, groups, batches, bias / residual / activations, 1-3 threads.
+TEST(CpuConv, IndirectStrideTwoMatchesReference) {
+  ScopedConvAlgo algo("indirect");
+  const bool has_indirect = cpu::f32_gemm_kernel().indirect_ukernel != nullptr;
+  int indirect_runs = 0;
+  struct Case {
+    int64_t n, c, h, w, out_c, kh, kw, group;
+    std::vector<int64_t> strides, pads, dilations;
+    std::string act;
+    std::vector<float> params;
+    bool z;
+  };
+  for (const Case& cc : {
+           Case{1, 3, 33, 81, 17, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}, "Relu", {}, false},
+           Case{2, 40, 12, 31, 30, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, "", {}, true},
+           Case{1, 9, 9, 64, 29, 3, 3, 1, {1, 2}, {0, 2, 1, 0}, {1, 1}, "Clip", {0.0f, 6.0f}, true},
+           Case{1, 5, 11, 30, 14, 3, 3, 1, {2, 2}, {1, 0, 1, 1}, {2, 3}, "SiLU", {}, false},
+           Case{1, 8, 10, 20, 6, 1, 1, 2, {2, 2}, {0, 0, 0, 0}, {1, 1}, "", {}, false},
+           Case{1, 4, 3, 2, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, "Gelu", {}, true},
+       }) {
+    const int64_t oh = (cc.h + cc.pads[0] + cc.pads[2] - (cc.kh - 1) * cc.dilations[0] - 1) /
+                           cc.strides[0] + 1;
+    const int64_t ow = (cc.w + cc.pads[1] + cc.pads[3] - (cc.kw - 1) * cc.dilations[1] - 1) /
+                           cc.strides[1] + 1;
+    SCOPED_TRACE("indirect conv c=" + std::to_string(cc.c) + " oc=" + std::to_string(cc.out_c) +
+                 " out=" + std::to_string(oh) + "x" + std::to_string(ow) + " act=" + cc.act);
+    std::vector<std::pair<std::string, Tensor>> inputs = {
+        {"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
+        {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.kh, cc.kw}, 2)},
+        {"B", random_tensor({cc.out_c}, 3)}};
+    std::vector<bool> constant = {false, true, true};
+    if (cc.z) {
+      inputs.push_back({"Z", random_tensor({cc.n, cc.out_c, oh, ow}, 4)});
+      constant.push_back(false);
+    }
+    std::vector<ir::Attribute> attrs = {ints_attr("strides", cc.strides),
+                                        ints_attr("pads", cc.pads),
+                                        ints_attr("dilations", cc.dilations),
+                                        int_attr("group", cc.group)};
+    activation_attrs(cc.act, cc.params, attrs);
+    OneNodeGraph g("FusedConv", inputs, constant, attrs, "peregrine");
+    Tensor want = g.run(reference_backend(), 1, nullptr);
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("threads=" + std::to_string(threads));
+      std::string kernel;
+      Tensor got = g.run(cpu_backend(), threads, &kernel);
+      if (kernel.find("indirect") != std::string::npos) ++indirect_runs;
+      expect_close(got, want, 1e-4f);
+    }
+  }
+  if (has_indirect) EXPECT_GT(indirect_runs, 0);
 }
 
 TEST(CpuFusedGemmAndMatMul, MatchesReference) {

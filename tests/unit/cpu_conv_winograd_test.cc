@@ -274,6 +274,10 @@ TEST(WinogradF4x3Conv, ConvAlgoFromEnv) {
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kWinogradF2x3);
   }
   {
+    ConvAlgoEnv env("indirect");
+    EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kIndirect);
+  }
+  {
     ConvAlgoEnv env("auto");
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kAuto);
   }

@@ -7,7 +7,9 @@
 //   1x1, stride 1, no padding: a GEMM per (image, group) on the input planes as they are:
 //     Y_g(Cout_g, HW) = W_g(Cout_g, Cin_g) * X_g(Cin_g, HW).
 //   otherwise: the same GEMM with K = Cin_g * KH * KW, its B the im2col matrix packed on the
-//     fly into the GEMM's panels (Im2colPacker), never written out whole.
+//     fly into the GEMM's panels (Im2colPacker), never written out whole; or, for stride-2
+//     columns where the GEMM kernel has an indirect variant (AVX-512), f32_gemm_indirect on
+//     the input rows split into even and odd columns (StrideTwoConvRows): no im2col at all.
 //   3x3, stride 1, dilation 1, group 1, constant weights, pads <= 2: Winograd F(4x4, 3x3)
 //     (kernels/conv_winograd_f4x3.h) where use_winograd_f4x3() or PEREGRINE_CONV_ALGO says so,
 //     else Winograd F(2x2, 3x3) (kernels/conv_winograd_f2x3.h, small maps) where
@@ -142,6 +144,85 @@ class Im2colPacker : public BPanelPacker {
   const Conv2dShape& s_;
 };
 
+// Where auto takes the indirect GEMM: output rows at least kIndirectConvMinWidth wide, and an
+// input split that is small next to the im2col copies it replaces: at most
+// kIndirectConvMaxChannels input channels (stems), or kernels of 25+ taps (im2col copies each
+// input element ~taps / 4 times, the split once). Measured against im2col (1 thread, Zen 4,
+// AVX-512): the 112-wide stems of ResNet-50 (7x7) -17-21% and MobileNetV2 (3x3) -25%, YOLO's
+// 3 -> 32 stem at 320 wide -8%; its 32 -> 64 and 64 -> 128 3x3 / 2 convs (160 and 80 wide,
+// 14 and 8 MB of split input) +5% and +2%; 3x3 / 2 convs by output width with the input hot in
+// cache: 80 -16%, 56 -8%, 40 +7%, 28 +14% (a row's last 8-12 columns go one by one, where
+// im2col tiles run across rows).
+constexpr int64_t kIndirectConvMinWidth = 48;
+constexpr int64_t kIndirectConvMaxChannels = 8;
+constexpr int64_t kIndirectConvMinTaps = 25;
+
+// B of a column-stride-2 conv for f32_gemm_indirect. The input rows, zero-padded, are split once
+// into their even and odd columns; output column ow under tap column kj reads padded column
+// 2 ow + kj dw, element ow + (kj dw) / 2 of half (kj dw) % 2. So each tap of an output row is
+// one contiguous run of that row's pixels: no im2col copy (20-23% of a stride-2 conv's time);
+// the split is one pass over the input.
+class StrideTwoConvRows : public IndirectB {
+ public:
+  // Floats of one half row: the last output column's farthest tap, in whole vectors.
+  static int64_t half_len(const Conv2dShape& s) {
+    return (s.out_w + (s.kw - 1) * s.dil_w / 2 + 15) / 16 * 16;
+  }
+  // Scratch the halves take: every row of every input channel of the group, and a zero row.
+  static int64_t buffer_floats(const Conv2dShape& s, int64_t in_c_g) {
+    return (in_c_g * s.in_h * 2 + 1) * half_len(s);
+  }
+
+  StrideTwoConvRows(const float* x_group, int64_t in_c_g, const Conv2dShape& s, float* buffer,
+                    int threads)
+      : s_(s), in_c_(in_c_g), len_(half_len(s)), buffer_(buffer) {
+    zero_row_ = buffer + in_c_g * s.in_h * 2 * len_;
+    std::fill(zero_row_, zero_row_ + len_, 0.0f);
+    const F32CopyRowFn copy_row = vector_ukernels().copy_row;
+    auto split = [&](int64_t ci, int) {
+      for (int64_t ih = 0; ih < s.in_h; ++ih) {
+        const float* src = x_group + (ci * s.in_h + ih) * s.in_w;
+        for (int64_t phase = 0; phase < 2; ++phase) {
+          // half[c] = src[2c + phase - pad_l] where that is inside the row, else 0.
+          float* half = half_row(ci, ih, phase);
+          const int64_t lead = s.pad_l - phase, last = s.in_w - 1 + s.pad_l - phase;
+          const int64_t first = std::min(len_, lead <= 0 ? 0 : (lead + 1) / 2);
+          const int64_t end = std::max(first, std::min(len_, last < 0 ? 0 : last / 2 + 1));
+          std::fill(half, half + first, 0.0f);
+          if (end > first)
+            copy_row(src + 2 * first - lead, 2, half + first, static_cast<size_t>(end - first));
+          std::fill(half + end, half + len_, 0.0f);
+        }
+      }
+    };
+    cpu_thread_pool().parallel_for(in_c_g, threads, split);
+  }
+
+  int64_t rows() const override { return s_.out_h; }
+  int64_t row_len() const override { return s_.out_w; }
+  void row_pointers(int64_t oh, const float** dst) const override {
+    for (int64_t ci = 0; ci < in_c_; ++ci)
+      for (int64_t ki = 0; ki < s_.kh; ++ki) {
+        const int64_t ih = oh * s_.stride_h - s_.pad_t + ki * s_.dil_h;
+        const bool inside = ih >= 0 && ih < s_.in_h;
+        for (int64_t kj = 0; kj < s_.kw; ++kj, ++dst) {
+          const int64_t col = kj * s_.dil_w;
+          *dst = inside ? half_row(ci, ih, col & 1) + (col >> 1) : zero_row_;
+        }
+      }
+  }
+
+ private:
+  float* half_row(int64_t ci, int64_t ih, int64_t phase) const {
+    return buffer_ + ((ci * s_.in_h + ih) * 2 + phase) * len_;
+  }
+
+  const Conv2dShape& s_;
+  int64_t in_c_, len_;
+  float* buffer_;
+  float* zero_row_;
+};
+
 // Direct depthwise conv: output channel oc reads input channel oc / multiplier.
 void direct_depthwise(const float* x, const float* w, const float* bias, float* y,
                       const Conv2dShape& s, int threads) {
@@ -205,6 +286,7 @@ class ConvKernel : public PreparedKernel {
 
   std::string name() const override {  // the algorithm of the last run
     if (const char* dw = last_run_depthwise_.load()) return std::string("cpu/conv-") + dw;
+    if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
     if (last_run_winograd_ && winograd_)
       return std::string("cpu/conv-winograd_f4x3-") + winograd_->gemm().name;
     if (last_run_winograd_f2x3_ && winograd_f2x3_)
@@ -313,6 +395,12 @@ class ConvKernel : public PreparedKernel {
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
+    last_run_indirect_ = gemm_.indirect_ukernel != nullptr && use_packed && s.stride_w == 2 &&
+                         k > 0 &&
+                         (algo_ == ConvAlgoChoice::kIndirect ||
+                          (algo_ == ConvAlgoChoice::kAuto && s.out_w >= kIndirectConvMinWidth &&
+                           (in_c_g <= kIndirectConvMaxChannels ||
+                            s.kh * s.kw >= kIndirectConvMinTaps)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -330,6 +418,14 @@ class ConvKernel : public PreparedKernel {
         if (pointwise) {
           f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(x_group, in_plane, 1), y_group,
                    pixels, 1.0f, 0.0f, ep, threads);
+          continue;
+        }
+        if (last_run_indirect_) {
+          float* buffer = conv_scratch_floats(
+              static_cast<size_t>(StrideTwoConvRows::buffer_floats(s, in_c_g)));
+          const StrideTwoConvRows rows(x_group, in_c_g, s, buffer, threads);
+          f32_gemm_indirect(gemm_, out_c_g, k, packed_w_[static_cast<size_t>(grp)], rows, y_group,
+                            pixels, ep, threads);
           continue;
         }
         const Im2colPacker im2col(x_group, s);
@@ -363,6 +459,7 @@ class ConvKernel : public PreparedKernel {
   std::unique_ptr<WinogradF2x3Conv> winograd_f2x3_;  // F(2x2): also built on first use
   std::atomic<bool> last_run_winograd_f2x3_{false};
   std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
+  std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
 };
 
 }  // namespace

@@ -29,8 +29,9 @@ Expected<ConvAlgoChoice> conv_algo_from_env() {
   if (std::string(env) == "im2col") return ConvAlgoChoice::kIm2col;
   if (std::string(env) == "winograd") return ConvAlgoChoice::kWinograd;
   if (std::string(env) == "winograd_f2x3") return ConvAlgoChoice::kWinogradF2x3;
+  if (std::string(env) == "indirect") return ConvAlgoChoice::kIndirect;
   return invalid_input(std::string("PEREGRINE_CONV_ALGO='") + env +
-                       "': expected im2col, winograd, winograd_f2x3 or auto");
+                       "': expected im2col, winograd, winograd_f2x3, indirect or auto");
 }
 
 // Measured with bench/kernels/conv_bench.cc (AMD EPYC Zen 3, AVX2, 1 and 2

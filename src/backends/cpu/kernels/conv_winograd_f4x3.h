@@ -29,8 +29,10 @@ namespace peregrine::cpu {
 // Which algorithm a stride-1 3x3 Conv uses: PEREGRINE_CONV_ALGO=im2col|winograd|winograd_f2x3
 // forces one (winograd: F(4x4), kernels/conv_winograd_f4x3.h; winograd_f2x3: F(2x2),
 // kernels/conv_winograd_f2x3.h); unset (or "auto") means use_winograd_f4x3()'s rule, then
-// use_winograd_f2x3()'s.
-enum class ConvAlgoChoice { kAuto, kIm2col, kWinograd, kWinogradF2x3 };
+// use_winograd_f2x3()'s. For a column-stride-2 Conv, "indirect" forces the indirect GEMM
+// (kernels/conv.cc, where the GEMM kernel has one) and "im2col" the packed one; auto takes the
+// indirect one where kernels/conv.cc's rule (kIndirectConvMinWidth) says so.
+enum class ConvAlgoChoice { kAuto, kIm2col, kWinograd, kWinogradF2x3, kIndirect };
 // Reads PEREGRINE_CONV_ALGO now (not cached, so tests can switch it); an
 // unknown value is an error.
 Expected<ConvAlgoChoice> conv_algo_from_env();
