@@ -1,7 +1,9 @@
-// Channel-blocked depthwise conv (ukernels/f32-dwconv2d-c8-avx2.cc, kernels/conv_depthwise_chw.h):
-//   - the c8 micro-kernel of every ISA level that has one against a naive loop in double: widths
-//     around the 8-pixel blocks and the 4-pixel compute step (1, 3, 7, 8, 9, 13, 17, 127), 3x3 /
-//     5x5 / 1x3 / 3x1 / 2x4 / 7x7 kernels, strides 1..3 on either axis, pads 0..3 asymmetric,
+// Channel-blocked depthwise conv (ukernels/f32-dwconv2d-c8-avx2.cc, f32-dwconv2d-c16-avx512.cc,
+// kernels/conv_depthwise_chw.h):
+//   - the channel-blocked micro-kernel of every ISA level that has one (8 or 16 channels, and
+//     partial blocks of 1, 5 and 15 channels where it takes them) against a naive loop in double:
+//     widths around the 8-pixel blocks and the 4-pixel compute step (1, 3, 7, 8, 9, 13, 17, 127),
+//     3x3 / 5x5 / 1x3 / 3x1 / 2x4 / 7x7 kernels, strides 1..3 on either axis, pads 0..3 asymmetric,
 //     dilations, bias or none, residual, clamp, an epilogue, bands of output rows (rows outside
 //     the band stay untouched), input / output / residual ending at a guard page;
 //   - depthwise_chw() at every ISA level, both algorithms forced and the rule, over channels 1, 8,
@@ -83,10 +85,15 @@ std::vector<const cpu::DwConv2dUkernelInfo *> c8_kernels() {
   return out;
 }
 
+// One call of the channel-blocked kernel on `channels` planes (0: a whole block of
+// kernel.block_channels).
 void check_c8_block(const cpu::DwConv2dUkernelInfo &kernel, const Case &c, bool bias, bool residual,
-                    float lo, float hi, bool epilogue, int64_t oh_begin, int64_t oh_end) {
+                    float lo, float hi, bool epilogue, int64_t oh_begin, int64_t oh_end,
+                    int64_t channels = 0) {
   const DwConv2dGeometry g = geometry_of(c);
-  SCOPED_TRACE(std::string(kernel.c8_name) + " " + describe(c) + " bias=" + std::to_string(bias) +
+  const int64_t lanes = kernel.block_channels, planes = channels > 0 ? channels : lanes;
+  SCOPED_TRACE(std::string(kernel.c8_name) + " channels=" + std::to_string(planes) + " " +
+               describe(c) + " bias=" + std::to_string(bias) +
                " residual=" + std::to_string(residual) + " clamp=" + std::to_string(lo) + "," +
                std::to_string(hi) + " epilogue=" + std::to_string(epilogue) + " rows=[" +
                std::to_string(oh_begin) + "," + std::to_string(oh_end) + ")");
@@ -94,12 +101,12 @@ void check_c8_block(const cpu::DwConv2dUkernelInfo &kernel, const Case &c, bool 
   ASSERT_GE(g.out_w, 1);
   ASSERT_TRUE(cpu::f32_dwconv2d_c8_supported(g));
   const int64_t in_plane = c.h * c.w, plane = g.out_h * g.out_w;
-  // Input, residual and output end at a guard page: a read or write past plane 7 faults.
-  GuardedBuffer x(static_cast<size_t>(8 * in_plane)), z(static_cast<size_t>(8 * plane)),
-      y(static_cast<size_t>(8 * plane));
+  // Input, residual and output end at a guard page: a read or write past the last plane faults.
+  GuardedBuffer x(static_cast<size_t>(planes * in_plane)), z(static_cast<size_t>(planes * plane)),
+      y(static_cast<size_t>(planes * plane));
   const std::vector<float> xv = random_floats(x.size(), 1, -2, 2);
-  const std::vector<float> wv = random_floats(static_cast<size_t>(8 * c.kh * c.kw), 2);
-  const std::vector<float> bv = random_floats(8, 5);
+  const std::vector<float> wv = random_floats(static_cast<size_t>(planes * c.kh * c.kw), 2);
+  const std::vector<float> bv = random_floats(size_t(planes), 5);
   const std::vector<float> zv = random_floats(z.size(), 3);
   std::copy(xv.begin(), xv.end(), x.data());
   std::copy(zv.begin(), zv.end(), z.data());
@@ -115,14 +122,15 @@ void check_c8_block(const cpu::DwConv2dUkernelInfo &kernel, const Case &c, bool 
                          lo,
                          hi,
                          epilogue ? halve_plus_one : nullptr,
-                         &unused};
-  const size_t scratch_n = static_cast<size_t>(cpu::f32_dwconv2d_c8_scratch_floats(g));
+                         &unused,
+                         channels};
+  const size_t scratch_n = static_cast<size_t>(cpu::f32_dwconv2d_c8_scratch_floats(g, lanes));
   std::vector<float> scratch(scratch_n + 8);
   float *aligned = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(scratch.data()) + 31) &
                                              ~uintptr_t{31});
   std::fill(aligned, aligned + scratch_n, std::numeric_limits<float>::quiet_NaN());  // unused
   kernel.c8(g, b, aligned);
-  for (int64_t ch = 0; ch < 8; ++ch) {
+  for (int64_t ch = 0; ch < planes; ++ch) {
     const std::vector<double> want = naive_plane(
         c, g, xv.data() + ch * in_plane, wv.data() + ch * c.kh * c.kw, bias ? bv[size_t(ch)] : 0.0,
         residual ? zv.data() + ch * plane : nullptr, lo, hi);
@@ -189,6 +197,10 @@ TEST(CpuDwConvC8Ukernel, MatchesNaiveLoop) {
       if (out_h > 2) check_c8_block(*kernel, c, true, true, 0.0f, kInf, false, 1, out_h - 1);
       check_c8_block(*kernel, c, true, false, -kInf, kInf, true, out_h / 2, out_h / 2 + 1);
       check_c8_block(*kernel, c, true, true, -kInf, kInf, false, out_h - 1, out_h);
+      // A last block of fewer channels, where the kernel takes one.
+      if (kernel->partial_blocks)
+        for (int64_t channels : {int64_t{1}, int64_t{5}, kernel->block_channels - 1})
+          check_c8_block(*kernel, c, true, true, 0.0f, kInf, true, 0, out_h, channels);
     }
 }
 
@@ -196,9 +208,11 @@ TEST(CpuDwConvC8Ukernel, NanPropagatesWithoutClamp) {
   const Case c{3, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   const DwConv2dGeometry g = geometry_of(c);
   for (const auto *kernel : c8_kernels()) {
-    std::vector<float> x(8 * 27, 1.0f), w(8 * 9, 1.0f), y(8 * 27, 0.0f);
+    const size_t lanes = size_t(kernel->block_channels);
+    std::vector<float> x(lanes * 27, 1.0f), w(lanes * 9, 1.0f), y(lanes * 27, 0.0f);
     x[3 * 27 + 4] = std::numeric_limits<float>::quiet_NaN();  // channel 3, (0, 4)
-    std::vector<float> scratch(size_t(cpu::f32_dwconv2d_c8_scratch_floats(g)) + 8);
+    std::vector<float> scratch(
+        size_t(cpu::f32_dwconv2d_c8_scratch_floats(g, kernel->block_channels)) + 8);
     float *aligned = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(scratch.data()) + 31) &
                                                ~uintptr_t{31});
     cpu::GemmEpilogue unused;
@@ -225,6 +239,7 @@ TEST(CpuDwConvC8Driver, MatchesNaiveLoopAtEveryIsa) {
       {2, 8, 2, {7, 7, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}},  // multiplier 2: the plane kernel
       {1, 16, 1, {1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},
       {1, 8, 1, {28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},  // 1 block: bands over threads
+      {1, 21, 1, {6, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}},  // wide: AVX-512 takes the AVX2 c8
   };
   struct Act {
     cpu::Activation act;
@@ -271,9 +286,14 @@ TEST(CpuDwConvC8Driver, MatchesNaiveLoopAtEveryIsa) {
               if (chosen == cpu::DwConvAlgo::kAuto) chosen = cpu::dwconv_algo_from_env();
               if (chosen == cpu::DwConvAlgo::kAuto && cpu::use_dwconv2d_c8(g))
                 chosen = cpu::DwConvAlgo::kC8;
+              // Some channels in a (whole or, where the kernel takes one, partial) block.
+              const int64_t min_c = cpu::dwconv2d_ukernel_for_plane(*kernel, g).partial_blocks
+                                        ? 1
+                                        : cpu::dwconv2d_ukernel_for_plane(*kernel, g).block_channels;
               const bool want_c8 =
-                  kernel->c8 && dc.mult == 1 && dc.c >= 8 && chosen == cpu::DwConvAlgo::kC8;
-              EXPECT_EQ(ran, want_c8 ? kernel->c8_name : kernel->name);
+                  kernel->c8 && dc.mult == 1 && dc.c >= min_c && chosen == cpu::DwConvAlgo::kC8;
+              const cpu::DwConv2dUkernelInfo &runs = cpu::dwconv2d_ukernel_for_plane(*kernel, g);
+              EXPECT_EQ(ran, want_c8 ? runs.c8_name : runs.name);
               for (int64_t n = 0; n < dc.n; ++n)
                 for (int64_t o = 0; o < oc; ++o) {
                   const int64_t yp = (n * oc + o) * plane;
@@ -306,11 +326,12 @@ using cpu::testing::string_attr;
 // group 1, a plain conv, which only the prefix checks).
 std::string expected_kernel(int64_t c, int64_t mult, const DwConv2dGeometry &g) {
   if (c == 1) return "cpu/conv-";
-  const cpu::DwConv2dUkernelInfo &k = cpu::f32_dwconv2d_chw_ukernel();
+  const cpu::DwConv2dUkernelInfo &k =
+      cpu::dwconv2d_ukernel_for_plane(cpu::f32_dwconv2d_chw_ukernel(), g);
   const cpu::DwConvAlgo forced = cpu::dwconv_algo_from_env();
   const bool rule =
       forced == cpu::DwConvAlgo::kAuto ? cpu::use_dwconv2d_c8(g) : forced == cpu::DwConvAlgo::kC8;
-  const bool c8 = k.c8 && mult == 1 && c >= 8 && rule;
+  const bool c8 = k.c8 && mult == 1 && c >= (k.partial_blocks ? 1 : k.block_channels) && rule;
   return std::string("cpu/conv-") + (c8 ? k.c8_name : k.name);
 }
 
@@ -395,7 +416,7 @@ TEST(CpuDepthwiseConvC8, RuleRoutesSmallPlanesToC8) {
     const Case c{l.in, l.in, 3, 3, l.stride, l.stride, 1, 1, 1, 1, 1, 1};
     EXPECT_TRUE(cpu::use_dwconv2d_c8(geometry_of(c))) << describe(c);
   }
-  const cpu::DwConv2dUkernelInfo &k = cpu::f32_dwconv2d_chw_ukernel();
+  const cpu::DwConv2dUkernelInfo &k = cpu::f32_dwconv2d_chw_ukernel();  // 14 wide: no fallback
   if (!k.c8 || cpu::dwconv_algo_from_env() == cpu::DwConvAlgo::kPlane)
     GTEST_SKIP() << "no c8 kernel selected";
   OneNodeGraph graph("Conv",

@@ -52,10 +52,11 @@ bool depthwise_chw_supported(const DwConv2dGeometry &g) {
          f32_dwconv2d_chw_scratch_floats(g) <= kMaxScratchFloats;
 }
 
-const char *depthwise_chw(const DwConv2dUkernelInfo &kernel, const DepthwiseChwArgs &a,
+const char *depthwise_chw(const DwConv2dUkernelInfo &isa_kernel, const DepthwiseChwArgs &a,
                           const FusedEpilogue &fused, F32GemmEpilogueFn epilogue, int threads,
                           DwConvAlgo algo) {
   const DwConv2dGeometry &g = a.geometry;
+  const DwConv2dUkernelInfo &kernel = dwconv2d_ukernel_for_plane(isa_kernel, g);
   constexpr float kInf = std::numeric_limits<float>::infinity();
   float lo = -kInf, hi = kInf;
   GemmEpilogue row_ep = activation_epilogue(fused);  // activation only: no bias, no residual
@@ -72,13 +73,14 @@ const char *depthwise_chw(const DwConv2dUkernelInfo &kernel, const DepthwiseChwA
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   if (algo == DwConvAlgo::kAuto) algo = dwconv_algo_from_env();
   if (algo == DwConvAlgo::kAuto) algo = use_dwconv2d_c8(g) ? DwConvAlgo::kC8 : DwConvAlgo::kPlane;
-  const int64_t c8_floats = f32_dwconv2d_c8_scratch_floats(g);
-  // Channel blocks per image for the c8 kernel; the out_c - 8 * blocks last channels take the
-  // plane kernel.
-  const int64_t blocks = algo == DwConvAlgo::kC8 && kernel.c8 && multiplier == 1 &&
-                                 f32_dwconv2d_c8_supported(g) && c8_floats <= kMaxScratchFloats
-                             ? a.out_c / 8
-                             : 0;
+  const int64_t lanes = kernel.block_channels;
+  const int64_t c8_floats = f32_dwconv2d_c8_scratch_floats(g, lanes);
+  // Channel blocks per image for the channel-blocked kernel; the channels past the last whole
+  // block take a partial block where the kernel has them, else the plane kernel.
+  const bool blocked = algo == DwConvAlgo::kC8 && kernel.c8 && multiplier == 1 &&
+                       f32_dwconv2d_c8_supported(g) && c8_floats <= kMaxScratchFloats;
+  const int64_t blocks =
+      !blocked ? 0 : kernel.partial_blocks ? (a.out_c + lanes - 1) / lanes : a.out_c / lanes;
   // Bands of output rows per block, so that a few blocks still feed every thread (a band
   // re-transposes the KH - stride_h input rows it shares with the band above).
   int64_t bands = 1;
@@ -87,12 +89,12 @@ const char *depthwise_chw(const DwConv2dUkernelInfo &kernel, const DepthwiseChwA
   const int64_t band_rows = (g.out_h + bands - 1) / bands;
   bands = (g.out_h + band_rows - 1) / band_rows;
   const int64_t c8_tasks = a.batch * blocks * bands;
-  const int64_t plane_channels = a.out_c - 8 * blocks;  // per image
+  const int64_t plane_channels = std::max<int64_t>(0, a.out_c - lanes * blocks);  // per image
   const size_t plane_floats = static_cast<size_t>(f32_dwconv2d_chw_scratch_floats(g));
   auto task = [&](int64_t t, int) {
     if (t < c8_tasks) {
       const int64_t band = t % bands, nb = t / bands;  // nb = n * blocks + block
-      const int64_t n = nb / blocks, c0 = (nb % blocks) * 8;
+      const int64_t n = nb / blocks, c0 = (nb % blocks) * lanes;
       DwConv2dC8Block b;
       b.input = a.x + (n * a.in_c + c0) * in_plane;  // multiplier 1: channel c reads plane c
       b.weights = a.w + c0 * g.kh * g.kw;
@@ -105,11 +107,12 @@ const char *depthwise_chw(const DwConv2dUkernelInfo &kernel, const DepthwiseChwA
       b.out_max = hi;
       b.epilogue = row_activation ? epilogue : nullptr;
       b.epilogue_params = &row_ep;
+      b.channels = std::min(lanes, a.out_c - c0);
       kernel.c8(g, b, conv_scratch_floats(static_cast<size_t>(c8_floats)));
       return;
     }
     t -= c8_tasks;
-    const int64_t n = t / plane_channels, oc = 8 * blocks + t % plane_channels;
+    const int64_t n = t / plane_channels, oc = lanes * blocks + t % plane_channels;
     const int64_t plane_index = n * a.out_c + oc;
     DwConv2dPlane p;
     p.input = a.x + (n * a.in_c + oc / multiplier) * in_plane;

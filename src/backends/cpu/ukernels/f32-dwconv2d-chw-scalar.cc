@@ -38,16 +38,19 @@ void f32_dwconv2d_chw__scalar(const DwConv2dGeometry &g, const DwConv2dPlane &p,
 namespace {
 
 const DwConv2dUkernelInfo kKernels[] = {
-    {Isa::kScalar, "f32_dwconv2d_chw__scalar", scalar::f32_dwconv2d_chw__scalar, nullptr, nullptr},
+    {Isa::kScalar, "f32_dwconv2d_chw__scalar", scalar::f32_dwconv2d_chw__scalar, nullptr, nullptr,
+     8, false, 0, nullptr},
     {Isa::kAvx2, "f32_dwconv2d_chw__avx2", avx2::f32_dwconv2d_chw__avx2, "f32_dwconv2d_c8__avx2",
-     avx2::f32_dwconv2d_c8__avx2},
+     avx2::f32_dwconv2d_c8__avx2, 8, false, 0, nullptr},
+    {Isa::kAvx512, "f32_dwconv2d_chw__avx2", avx2::f32_dwconv2d_chw__avx2,
+     "f32_dwconv2d_c16__avx512", avx512::f32_dwconv2d_c16__avx512, 16, true, 28, &kKernels[1]},
 };
 
 }  // namespace
 
 const DwConv2dUkernelInfo *f32_dwconv2d_chw_ukernel_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
-  return isa == Isa::kScalar ? &kKernels[0] : &kKernels[1];  // AVX-512 runs the AVX2 kernel
+  return isa == Isa::kScalar ? &kKernels[0] : isa == Isa::kAvx2 ? &kKernels[1] : &kKernels[2];
 }
 
 const DwConv2dUkernelInfo &f32_dwconv2d_chw_ukernel() {

@@ -3,8 +3,8 @@
 //   scalar (ukernels/f32-dwconv2d-chw-scalar.cc): plain loops.
 //   avx2   (ukernels/f32-dwconv2d-chw-avx2.cc): 8 output columns per vector, 3x3 unrolled with
 //          the weights in registers, any other KH x KW through a tap loop.
-// and, where the ISA has one, a channel-blocked kernel on 8 planes at once (DwConv2dC8Block below;
-// avx2: ukernels/f32-dwconv2d-c8-avx2.cc).
+// and, where the ISA has one, a channel-blocked kernel on 8 or 16 planes at once (DwConv2dC8Block
+// below; avx2: ukernels/f32-dwconv2d-c8-avx2.cc, avx512: ukernels/f32-dwconv2d-c16-avx512.cc).
 //
 // Algorithm (row-buffered, memory-bound by design): each input row the plane needs is copied once
 // into a small per-thread scratch row, zero-padded left and right and split into stride_w phases
@@ -102,7 +102,8 @@ using F32DwConv2dChwFn = void (*)(const DwConv2dGeometry &g, const DwConv2dPlane
 // the block reads input plane c). Input is only read inside the 8 planes, output and residual only
 // touched in rows [oh_begin, oh_end).
 
-// Operands of one block of 8 consecutive channels.
+// Operands of one block of consecutive channels: the kernel's block_channels (8 or 16), or fewer
+// for a kernel that takes partial blocks (`channels`).
 struct DwConv2dC8Block {
   const float *input;        // 8 planes (in_h, in_w), one after another
   const float *weights;      // (8, kh, kw)
@@ -115,6 +116,9 @@ struct DwConv2dC8Block {
   // ldc = out_h * out_w (the 8 planes' pixels [q, q + n)); nullptr: none.
   F32GemmEpilogueFn epilogue;
   const GemmEpilogue *epilogue_params;
+  // Channels of this block, 1..block_channels, where the kernel takes partial blocks; 0: all.
+  // Planes past it are neither read nor written.
+  int64_t channels = 0;
 };
 
 // Bounds of the c8 kernels: KH and KW (the row pointer array) and the tile rows (the ring's tags).
@@ -127,27 +131,28 @@ constexpr int64_t kDwConv2dC8PixelStep = 4;
 // Pixels (of 8 floats) in one row of the pixel-major input tile: the left padding, the input row in
 // whole blocks of 8 pixels (the last block's pixels past in_w are zeros), and whatever the last
 // compute step reads beyond them.
-inline int64_t dwconv2d_c8_tile_w(const DwConv2dGeometry &g) {
+// `lanes`: the kernel's block_channels (its transposes take blocks of that many pixels).
+inline int64_t dwconv2d_c8_tile_w(const DwConv2dGeometry &g, int64_t lanes = 8) {
   const int64_t steps_w = (g.out_w + kDwConv2dC8PixelStep - 1) / kDwConv2dC8PixelStep;
   const int64_t reach =
       (steps_w * kDwConv2dC8PixelStep - 1) * g.stride_w + (g.kw - 1) * g.dil_w + 1;
-  return std::max(g.pad_l + (g.in_w + 7) / 8 * 8, reach);
+  return std::max(g.pad_l + (g.in_w + lanes - 1) / lanes * lanes, reach);
 }
 // Tile rows kept (a ring): the rows one output row reads.
 inline int64_t dwconv2d_c8_tile_rows(const DwConv2dGeometry &g) { return (g.kh - 1) * g.dil_h + 1; }
 // Pixels of the pixel-major output buffer: up to 7 pixels left over from the previous row plus
 // one row in whole compute steps, rounded up to whole blocks of 8.
-inline int64_t dwconv2d_c8_out_pixels(const DwConv2dGeometry &g) {
+inline int64_t dwconv2d_c8_out_pixels(const DwConv2dGeometry &g, int64_t lanes = 8) {
   const int64_t row =
       (g.out_w + kDwConv2dC8PixelStep - 1) / kDwConv2dC8PixelStep * kDwConv2dC8PixelStep;
-  return (7 + row + 7) / 8 * 8;
+  return (lanes - 1 + row + lanes - 1) / lanes * lanes;
 }
 // Scratch floats of one c8 call: the tap-major weights and bias, a zero tile row, the ring of tile
 // rows and the output buffer (each part a multiple of 8 floats, so each stays 32-byte aligned).
-inline int64_t f32_dwconv2d_c8_scratch_floats(const DwConv2dGeometry &g) {
-  const int64_t tile_row = dwconv2d_c8_tile_w(g) * 8;
-  return g.kh * g.kw * 8 + 8 + tile_row * (1 + dwconv2d_c8_tile_rows(g)) +
-         dwconv2d_c8_out_pixels(g) * 8;
+inline int64_t f32_dwconv2d_c8_scratch_floats(const DwConv2dGeometry &g, int64_t lanes = 8) {
+  const int64_t tile_row = dwconv2d_c8_tile_w(g, lanes) * lanes;
+  return g.kh * g.kw * lanes + lanes + tile_row * (1 + dwconv2d_c8_tile_rows(g)) +
+         dwconv2d_c8_out_pixels(g, lanes) * lanes;
 }
 
 // True when the c8 kernels take this geometry (the caller also bounds the scratch size).
@@ -168,9 +173,24 @@ struct DwConv2dUkernelInfo {
   F32DwConv2dChwFn plane;
   const char *c8_name;  // "f32_dwconv2d_c8__avx2", or nullptr
   F32DwConv2dC8Fn c8;   // the channel-blocked kernel, or nullptr where this ISA has none
+  int64_t block_channels;  // channels per c8 call (and its scratch lanes): 8 or 16
+  bool partial_blocks;     // c8 also takes a last block of fewer channels (DwConv2dC8Block)
+  // Planes with more input columns than max_in_w take `wide` instead (nullptr: none): the c16
+  // kernel's fixed work per call is what it saves, and on Zen 4 its 512-bit transposes cost
+  // more per element than two 256-bit ones, so on wide planes the c8 kernel is faster
+  // (MobileNetV2, 1 thread: 56 wide +10-20%, 28 equal, 14 and 7 wide -7-11%).
+  int64_t max_in_w;
+  const DwConv2dUkernelInfo *wide;
 };
 
-// The kernel for `isa` (AVX-512 machines use the AVX2 one), or nullptr when this CPU cannot run it.
+// The entry that runs planes of geometry g: k, or k.wide for wide planes.
+inline const DwConv2dUkernelInfo &dwconv2d_ukernel_for_plane(const DwConv2dUkernelInfo &k,
+                                                             const DwConv2dGeometry &g) {
+  return k.wide && g.in_w > k.max_in_w ? *k.wide : k;
+}
+
+// The kernel for `isa` (AVX-512: the AVX2 plane kernel and the c16 one), or nullptr when this CPU
+// cannot run it.
 const DwConv2dUkernelInfo *f32_dwconv2d_chw_ukernel_for(Isa isa);
 // The kernel for selected_isa() (the best level when PEREGRINE_ISA is invalid).
 const DwConv2dUkernelInfo &f32_dwconv2d_chw_ukernel();
@@ -183,5 +203,9 @@ namespace avx2 {
 void f32_dwconv2d_chw__avx2(const DwConv2dGeometry &g, const DwConv2dPlane &p, float *scratch);
 void f32_dwconv2d_c8__avx2(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch);
 }  // namespace avx2
+namespace avx512 {
+void f32_dwconv2d_c16__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
+                              float *scratch);
+}  // namespace avx512
 
 }  // namespace peregrine::cpu
