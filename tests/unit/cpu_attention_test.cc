@@ -31,7 +31,7 @@ using cpu::testing::random_floats;
 
 std::vector<const cpu::AttentionKernelInfo*> available_kernels() {
   std::vector<const cpu::AttentionKernelInfo*> out;
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2})
+  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
     if (const auto* k = cpu::f32_attention_kernel_for(isa)) out.push_back(k);
   return out;
 }
@@ -152,6 +152,7 @@ TEST(CpuAttention, DriverMatchesNaiveAtEveryIsa) {
       {1, 3, 13, 127, 8, 24, {}},
       {1, 1, 130, 70, 16, 17, {}},  // several query blocks and key blocks, dv % 8 != 0
       {1, 2, 7, 200, 9, 5, {}},
+      {1, 2, 300, 197, 64, 48, {}},  // three query blocks; dv: a 32- and a 16-column tile
       // Mask in each broadcast form.
       {2, 3, 13, 13, 64, 64, {2, 1, 1, 13}},  // padding mask (B, 1, 1, Skv)
       {1, 3, 13, 13, 7, 7, {1, 1, 13, 13}},   // (1, 1, Sq, Skv)

@@ -54,6 +54,7 @@ namespace {
 const AttentionKernelInfo kAttentionKernels[] = {
     {Isa::kScalar, "f32_attention_tile__scalar", scalar::f32_attention_tile__scalar},
     {Isa::kAvx2, "f32_attention_tile__avx2", avx2::f32_attention_tile__avx2},
+    {Isa::kAvx512, "f32_attention_tile__avx512", avx512::f32_attention_tile__avx512},
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -62,7 +63,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 const AttentionKernelInfo* f32_attention_kernel_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
-  if (isa == Isa::kAvx512) isa = Isa::kAvx2;
   for (const auto& k : kAttentionKernels)
     if (k.isa == isa) return &k;
   return nullptr;
@@ -80,9 +80,11 @@ void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p,
   for (int i = 0; i < p.batch_rank; ++i) batches *= p.batch_dims[i];
   if (batches == 0 || p.sq == 0 || p.dv == 0) return;
   num_threads = std::max(1, num_threads);
-  // Query blocks: at most kAttentionQueryBlock rows, smaller when that leaves threads idle
-  // (batch-1, few heads), multiples of 4 (the AVX2 P.V tile height) where possible.
-  int64_t qb = std::min(kAttentionQueryBlock, p.sq);
+  // Query blocks: at most kAttentionQueryBlock rows (kAttentionCausalQueryBlock causal), as
+  // even as multiples of 4 (the P.V tile height) allow (197 rows: 100 + 97, not 128 + 69),
+  // smaller when that leaves threads idle (batch-1, few heads).
+  const int64_t max_rows = p.causal ? kAttentionCausalQueryBlock : kAttentionQueryBlock;
+  int64_t qb = std::min(p.sq, (ceil_div(p.sq, ceil_div(p.sq, max_rows)) + 3) / 4 * 4);
   while (qb > 4 && batches * ceil_div(p.sq, qb) < 2 * num_threads) qb = (qb / 2 + 3) / 4 * 4;
   const int64_t blocks = ceil_div(p.sq, qb);
   auto task = [&](int64_t t, int) {
