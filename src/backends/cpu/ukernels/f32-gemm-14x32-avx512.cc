@@ -28,7 +28,8 @@ constexpr int kMr = 14;
 constexpr size_t kPrefetchRows = 4;
 // A (the packed weights of a conv) requested this many k steps ahead: on 7x7 and 14x14 maps an
 // A panel feeds only 2-7 tiles, so the weights stream from L3 / memory (MobileNetV2 per node
-// -2-3%, ResNet-50 -2%; a linear layer's A, packed whole and in L2, unchanged).
+// -2-3%, ResNet-50 -2%, and -1.5% more with it in the edge-tile loops too; a linear layer's A,
+// packed whole and in L2, unchanged).
 constexpr size_t kPrefetchA = 16;
 
 // Row p of a tile's B at b + p * ldb: a packed panel (ldb = 32) or a row-major B read in place.
@@ -101,6 +102,7 @@ __attribute__((noinline)) void accumulate_part(size_t kc, const float* a, B b, _
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchA * kMr), _MM_HINT_T0);
     // Masked to the tile's columns: a B read in place must not run past its last row.
     const float* bp = b.row(p);
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, bp);
@@ -141,6 +143,7 @@ __attribute__((noinline)) void accumulate_columns(size_t kc, const float* a, B b
   for (int j = 0; j < C; ++j) even[j] = odd[j] = _mm512_setzero_ps();
   size_t p = 0;
   for (; p + 2 <= kc; p += 2) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + (p + kPrefetchA) * kMr), _MM_HINT_T0);
     const __m512 a0 = _mm512_maskz_loadu_ps(kRows, a + p * kMr);
     const __m512 a1 = _mm512_maskz_loadu_ps(kRows, a + (p + 1) * kMr);
     const float* b0 = b.row(p);
