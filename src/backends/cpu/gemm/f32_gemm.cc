@@ -215,11 +215,11 @@ inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols
 // Relu (1 thread, Zen 4): M = 64 +3-16%, M = 128 +2-8%, M = 256 -2-0%, M = 512-2048 -4-+1%; on
 // MobileNetV2's: K = 144-192 with M = 24-32 +15-25%, K = 16-24 with M = 96-144 -5-10% (still
 // -7% on the widest, 16 x 112 x 112, with whole tiles on the unmasked K loop).
-// At any depth with at most 32 rows, where a packed element would feed only one or two tiles:
-// MobileNetV2's 32 -> 16 1x1 conv at 112 x 112 (K = 32) -18%.
+// (Reading B in place at any depth for <= 32 rows measured -18% on MobileNetV2's 32 -> 16 1x1
+// conv at 112 x 112 with its input hot, but +10% in the model, where the input comes from L3:
+// 32 row streams there against packing's one.)
 constexpr int64_t kDirectBMaxRows = 192;
 constexpr int64_t kDirectBMinDepth = 64;
-constexpr int64_t kDirectBAnyDepthMaxRows = 32;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -442,8 +442,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // copy each B element to feed only those few rows.
   const bool direct_b = kernel.partial_ukernel != nullptr && a.packed != nullptr &&
                         b.packed == nullptr && b.prepacked_b == nullptr && b.packer == nullptr &&
-                        b.view.cs == 1 && m <= kDirectBMaxRows &&
-                        (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
+                        b.view.cs == 1 && m <= kDirectBMaxRows && k >= kDirectBMinDepth;
 
   // Parts of M would each run the same packer over the same B columns (a 3x3 / 2 conv's
   // im2col, 20% of its time, twice at 2 threads): B is then packed once, whole, by all
