@@ -42,6 +42,15 @@ const PoolCase kCases[] = {
     {{1, 2, 11, 30}, {4, 4}, {3, 3}, {}, {1, 1}, 0, "SAME_LOWER"},
     {{2, 3, 127, 9}, {5, 5}, {1, 1}, {2, 2, 2, 2}},
     {{0, 3, 8, 8}, {2, 2}},
+    // 3x3 / 2 (the one-call-per-plane kernel): no pads, pads 0 / 1 on one side, widths around
+    // its 8 outputs per vector (1, 2, 3, 16, 17, 35 wide), ceil_mode past the input's end.
+    {{1, 2, 9, 16}, {3, 3}, {2, 2}},
+    {{1, 2, 9, 35}, {3, 3}, {2, 2}, {1, 0, 0, 1}},
+    {{2, 3, 3, 3}, {3, 3}, {2, 2}, {0, 1, 1, 0}},
+    {{1, 1, 1, 1}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+    {{1, 2, 8, 2}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+    {{1, 2, 18, 34}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+    {{1, 2, 17, 33}, {3, 3}, {2, 2}, {1, 1, 2, 2}},
 };
 
 void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad) {

@@ -10,6 +10,9 @@
 //     zeros, as the reference does) or by the number of in-bounds taps (rows x columns).
 //     A window with no in-bounds tap (pads >= the kernel extent), MaxPool's Indices output,
 //     other ranks and dtypes go to the reference.
+//     MaxPool 3x3 / 2 with top / left pads <= 1 (CNN stems) takes the vector table's one-call-per-
+//     plane kernel where the ISA has one (vertical max of three rows, then three neighbours at
+//     every other column).
 //   GlobalAveragePool / GlobalMaxPool, any rank >= 3: one reduction per plane.
 // Planes are spread over the thread pool.
 #include <algorithm>
@@ -85,6 +88,20 @@ class WindowPoolKernel : public PreparedKernel {
     }
     const float* px = x.data<float>();
     float* py = y.data<float>();
+    if (max_ && uk_.max_pool_3x3s2 && kh == 3 && kw == 3 && sh == 2 && sw == 2 && dh == 1 &&
+        dw == 1 && pad_t <= 1 && pad_l <= 1) {
+      // The common CNN stem pool in one call per plane: the generic passes make ~500 row calls
+      // per 112x112 plane of ResNet-50, whose per-call overhead was most of the pool's time.
+      const size_t row_floats = max_pool_3x3s2_scratch_floats(static_cast<size_t>(in_w));
+      auto plane_3x3s2 = [&](int64_t p, int) {
+        uk_.max_pool_3x3s2(
+            px + p * in_h * in_w, static_cast<size_t>(in_h), static_cast<size_t>(in_w),
+            static_cast<size_t>(pad_t), static_cast<size_t>(pad_l), py + p * out_h * out_w,
+            static_cast<size_t>(out_h), static_cast<size_t>(out_w), thread_scratch(row_floats));
+      };
+      cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_3x3s2);
+      return Status::ok();
+    }
     const float kernel_size = static_cast<float>(kh * kw);
     const float init = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     const F32PoolRowFn combine = max_ ? uk_.max_row : uk_.add_row;

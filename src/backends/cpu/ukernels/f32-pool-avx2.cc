@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
 #include "backends/cpu/ukernels/f32_vmask_avx2.h"
@@ -67,9 +68,9 @@ void pool_row(const float* x, size_t stride, float* acc, size_t n) {
       // The last r <= 8 outputs need x[2j .. 2j + 2r - 2]: masked loads stop there (an
       // element-by-element tail was 1 in 7 outputs of a 56-wide pooling row).
       const int64_t r = static_cast<int64_t>(n - j), reads = 2 * r - 1;
-      const __m256 even = even_lanes(
-          _mm256_maskload_ps(x + 2 * j, tail_mask(std::min<int64_t>(reads, 8))),
-          _mm256_maskload_ps(x + 2 * j + 8, tail_mask(std::max<int64_t>(reads - 8, 0))));
+      const __m256 even =
+          even_lanes(_mm256_maskload_ps(x + 2 * j, tail_mask(std::min<int64_t>(reads, 8))),
+                     _mm256_maskload_ps(x + 2 * j + 8, tail_mask(std::max<int64_t>(reads - 8, 0))));
       if (r == 8)
         update<kOp>(acc + j, even);
       else
@@ -94,6 +95,45 @@ void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n) {
 void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n) {
   pool_row<RowOp::kCopy>(x, stride, y, n);
 }
+void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t pad_t, size_t pad_l,
+                              float* y, size_t out_h, size_t out_w, float* row) {
+  // row[i] = vertical max at input column i - pad_l, -inf outside the row: output column ow's
+  // window is row[2 ow .. 2 ow + 2], its taps the even, odd and next even elements.
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t len = max_pool_3x3s2_scratch_floats(in_w);
+  std::fill(row, row + len, kNegInf);
+  float* v = row + pad_l;
+  for (size_t oh = 0; oh < out_h; ++oh) {
+    const float* rows[3];
+    size_t count = 0;
+    for (size_t ki = 0; ki < 3; ++ki) {
+      const size_t ih = 2 * oh + ki;  // + pad_t offset: ih - pad_t is the input row
+      if (ih >= pad_t && ih - pad_t < in_h) rows[count++] = x + (ih - pad_t) * in_w;
+    }
+    size_t i = 0;
+    for (; i + 8 <= in_w; i += 8) {
+      __m256 m = _mm256_loadu_ps(rows[0] + i);
+      for (size_t r = 1; r < count; ++r) m = _mm256_max_ps(m, _mm256_loadu_ps(rows[r] + i));
+      _mm256_storeu_ps(v + i, m);
+    }
+    for (; i < in_w; ++i) {
+      float m = rows[0][i];
+      for (size_t r = 1; r < count; ++r) m = std::max(m, rows[r][i]);
+      v[i] = m;
+    }
+    float* out = y + oh * out_w;
+    size_t j = 0;
+    // Reads row[2 j .. 2 j + 17]: within the row (len >= 2 out_w + 19 for out_w <= in_w / 2 + 1).
+    for (; j + 8 <= out_w; j += 8) {
+      const float* p = row + 2 * j;
+      const __m256 m =
+          _mm256_max_ps(_mm256_max_ps(load_even(p), load_even(p + 1)), load_even(p + 2));
+      _mm256_storeu_ps(out + j, m);
+    }
+    for (; j < out_w; ++j) out[j] = std::max(std::max(row[2 * j], row[2 * j + 1]), row[2 * j + 2]);
+  }
+}
+
 float f32_reduce_max__avx2(const float* x, size_t n) { return array_max(x, n); }
 float f32_reduce_sum__avx2(const float* x, size_t n) { return array_sum(x, n); }
 

@@ -50,6 +50,13 @@ using F32RmsNormRowFn = void (*)(const float* x, const float* gamma, float eps, 
 // Pooling rows: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride], j in [0, n).
 // Reads x[0 .. (n - 1) * stride] only.
 using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t n);
+// 3x3 max pooling with stride 2 of one (in_h, in_w) plane into (out_h, out_w), top / left pads
+// 0 or 1 (the rest implied by out_h / out_w; every window has an in-bounds tap): per output row,
+// the vertical max of its (up to) three input rows, then the max of three neighbours at every
+// other column. `row`: max_pool_3x3s2_scratch_floats(in_w) floats, private to the caller.
+using F32MaxPool3x3s2Fn = void (*)(const float* x, size_t in_h, size_t in_w, size_t pad_t,
+                                   size_t pad_l, float* y, size_t out_h, size_t out_w, float* row);
+inline size_t max_pool_3x3s2_scratch_floats(size_t in_w) { return in_w + 40; }
 // Strided row copy: y[j] = x[j * stride], j in [0, n) (im2col rows of strided convs). Reads
 // x[0 .. (n - 1) * stride] only.
 using F32CopyRowFn = void (*)(const float* x, size_t stride, float* y, size_t n);
@@ -67,6 +74,7 @@ struct VectorUkernels {
   F32PoolRowFn max_row;
   F32PoolRowFn add_row;
   F32CopyRowFn copy_row;
+  F32MaxPool3x3s2Fn max_pool_3x3s2;  // nullptr: none at this level (the generic rows)
   F32ReduceFn reduce_max;
   F32ReduceFn reduce_sum;
 };
@@ -105,6 +113,8 @@ void f32_rms_norm_row__avx2(const float* x, const float* gamma, float eps, float
 void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n);
+void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t pad_t, size_t pad_l,
+                              float* y, size_t out_h, size_t out_w, float* row);
 float f32_reduce_max__avx2(const float* x, size_t n);
 float f32_reduce_sum__avx2(const float* x, size_t n);
 }  // namespace avx2
