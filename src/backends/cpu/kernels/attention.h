@@ -83,14 +83,12 @@ using F32AttentionTileFn = void (*)(const AttentionTile& tile);
 namespace scalar {
 void f32_attention_tile__scalar(const AttentionTile& tile);
 }  // namespace scalar
+// The vector tiles: kernels/attention_tile_impl.h over 8 lanes (AVX2, 4-row x 16-column register
+// tiles) and 16 (AVX-512, 4 x 32).
 namespace avx2 {
-// Q.K^T by 2-query x 4-key blocks of 8-lane FMAs (features in vectors, horizontal sums at the
-// end; any d: a scalar tail for d % 8), exp by a degree-6 polynomial, acc += P V by 4-row x 16-
-// column register tiles (scalar tail for dv % 8).
 void f32_attention_tile__avx2(const AttentionTile& tile);
 }  // namespace avx2
 namespace avx512 {
-// The AVX2 algorithm on 16 lanes: 4-row x 32-column register tiles, 32-key panels.
 void f32_attention_tile__avx512(const AttentionTile& tile);
 }  // namespace avx512
 

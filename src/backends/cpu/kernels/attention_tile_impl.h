@@ -1,0 +1,264 @@
+// The attention tile (contract: kernels/attention.h), written once over a vector type: each
+// including file (kernels/attention-<isa>.cc, built with its ISA's flags) supplies `V` with
+//   Reg, kLanes (floats per Reg), zero(), set1(x), loadu(p), storeu(p, v), fmadd(a, b, c),
+//   add / sub / mul / max(a, b), reduce_max(v), reduce_add(v), exp(v) (0 below ln(FLT_MIN)),
+//   pack_key_panels(k, rs, cs, kb, d, dst): keys [0, kb) as ceil(kb / kPanel) panels of
+//   (d, kPanel), panel[e * kPanel + jj] = K(kPanel * panel + jj, e), keys past kb zero,
+// and gets its own internal-linkage copy. kPanel = 2 * kLanes: one register tile's columns.
+//
+// Per key block of up to kAttentionKeyBlock (64) keys:
+//   1. S(rows, kb) = Q K^T as a small GEMM on the packed key panels and a contiguous copy of the
+//      tile's queries; register tile 4 queries x 2 vectors of keys: 8 accumulators, 2 panel
+//      loads and 4 broadcasts of Q per feature, no horizontal sums.
+//   2. Per row: S = S * scale + mask over the visible keys; invisible ones (causal, or past kb up
+//      to the next whole vector) are -inf, so the block is processed in whole vectors: running
+//      max, P = exp(S - m), row sum, and the accumulator row rescaled when m grew.
+//   3. acc(rows, dv) += P(rows, kb) V(kb, dv), V from a contiguous copy of the block. Register
+//      tile: 4 rows x 2 vectors (the same micro-kernel as step 1); then 1-vector tiles; the
+//      dv % kLanes last columns scalar.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/kernels/attention.h"
+
+namespace peregrine::cpu {
+namespace {
+
+constexpr int64_t kKeyBlock = kAttentionKeyBlock;
+
+struct AttentionScratch {
+  std::vector<float> scores;  // (kAttentionQueryBlock, kKeyBlock)
+  std::vector<float> acc;     // (rows, dv)
+  std::vector<float> m, l;    // per row: running max and sum
+  std::vector<float> q;       // (rows, d) contiguous copy of the tile's queries
+  std::vector<float> keys;    // the key block as (d, kPanel) panels (V::pack_key_panels)
+  std::vector<float> values;  // (kKeyBlock, dv) contiguous copy of the value block
+};
+
+// Copies the (rows, cols) matrix at src (row stride rs) to dst, contiguous. The head form's
+// rows are H * D floats apart (3 KiB for BERT): 64 such rows fall into a quarter of L1's sets
+// and evict each other, so the blocks are read from dense copies.
+inline void attention_copy_rows(const float* src, int64_t rs, int64_t rows, int64_t cols,
+                                float* dst) {
+  for (int64_t r = 0; r < rows; ++r) std::copy(src + r * rs, src + r * rs + cols, dst + r * cols);
+}
+
+inline void attention_grow(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+// acc(R, NV * kLanes) (row stride acc_rs) (+)= p(R, kb) (row stride p_rs) v(kb, NV * kLanes)
+// (row stride v_rs); kAccumulate = false starts from zero. Used for both products: S = Q K^T
+// (p = Q, v = a K^T panel) and acc += P V. Named accumulators: GCC spills an array of registers
+// on every FMA.
+template <typename V, int R, int NV, bool kAccumulate = true>
+inline void pv_tile(const float* p, int64_t p_rs, int64_t kb, const float* v, int64_t v_rs,
+                    float* acc, int64_t acc_rs) {
+  static_assert(R >= 1 && R <= 4 && NV >= 1 && NV <= 2);
+  constexpr int64_t L = V::kLanes;
+  using Reg = typename V::Reg;
+  const Reg zero = V::zero();
+  Reg c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero, c30 = zero,
+      c31 = zero;
+  float* a0 = acc;
+  float* a1 = acc + acc_rs;
+  float* a2 = acc + 2 * acc_rs;
+  float* a3 = acc + 3 * acc_rs;
+  if constexpr (kAccumulate) {
+    c00 = V::loadu(a0);
+    if constexpr (NV > 1) c01 = V::loadu(a0 + L);
+    if constexpr (R > 1) c10 = V::loadu(a1);
+    if constexpr (R > 1 && NV > 1) c11 = V::loadu(a1 + L);
+    if constexpr (R > 2) c20 = V::loadu(a2);
+    if constexpr (R > 2 && NV > 1) c21 = V::loadu(a2 + L);
+    if constexpr (R > 3) c30 = V::loadu(a3);
+    if constexpr (R > 3 && NV > 1) c31 = V::loadu(a3 + L);
+  }
+  for (int64_t j = 0; j < kb; ++j, v += v_rs) {
+    const Reg y0 = V::loadu(v);
+    const Reg y1 = NV > 1 ? V::loadu(v + L) : zero;
+    Reg pr = V::set1(p[j]);
+    c00 = V::fmadd(pr, y0, c00);
+    if constexpr (NV > 1) c01 = V::fmadd(pr, y1, c01);
+    if constexpr (R > 1) {
+      pr = V::set1(p[p_rs + j]);
+      c10 = V::fmadd(pr, y0, c10);
+      if constexpr (NV > 1) c11 = V::fmadd(pr, y1, c11);
+    }
+    if constexpr (R > 2) {
+      pr = V::set1(p[2 * p_rs + j]);
+      c20 = V::fmadd(pr, y0, c20);
+      if constexpr (NV > 1) c21 = V::fmadd(pr, y1, c21);
+    }
+    if constexpr (R > 3) {
+      pr = V::set1(p[3 * p_rs + j]);
+      c30 = V::fmadd(pr, y0, c30);
+      if constexpr (NV > 1) c31 = V::fmadd(pr, y1, c31);
+    }
+  }
+  V::storeu(a0, c00);
+  if constexpr (NV > 1) V::storeu(a0 + L, c01);
+  if constexpr (R > 1) V::storeu(a1, c10);
+  if constexpr (R > 1 && NV > 1) V::storeu(a1 + L, c11);
+  if constexpr (R > 2) V::storeu(a2, c20);
+  if constexpr (R > 2 && NV > 1) V::storeu(a2 + L, c21);
+  if constexpr (R > 3) V::storeu(a3, c30);
+  if constexpr (R > 3 && NV > 1) V::storeu(a3 + L, c31);
+}
+
+template <typename V, int R>
+void pv_rows(const float* p, int64_t kb, const float* v, int64_t v_rs, float* acc, int64_t dv) {
+  constexpr int64_t L = V::kLanes;
+  int64_t c = 0;
+  for (; c + 2 * L <= dv; c += 2 * L) pv_tile<V, R, 2>(p, kKeyBlock, kb, v + c, v_rs, acc + c, dv);
+  for (; c + L <= dv; c += L) pv_tile<V, R, 1>(p, kKeyBlock, kb, v + c, v_rs, acc + c, dv);
+  for (; c < dv; ++c)
+    for (int r = 0; r < R; ++r) {
+      float sum = acc[r * dv + c];
+      for (int64_t j = 0; j < kb; ++j) sum += p[r * kKeyBlock + j] * v[j * v_rs + c];
+      acc[r * dv + c] = sum;
+    }
+}
+
+// acc(rows, dv) += p(rows, kb) (row stride kKeyBlock) v(kb, dv) (row stride v_rs). This and
+// qk_scores are calls of their own: inlined into attention_tile they made the AVX-512 tile 7-10%
+// slower (register allocation across the softmax code).
+template <typename V>
+__attribute__((noinline)) void pv_accumulate(const float* p, int64_t rows, int64_t kb, const float* v, int64_t v_rs,
+                   float* acc, int64_t dv) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) pv_rows<V, 4>(p + r * kKeyBlock, kb, v, v_rs, acc + r * dv, dv);
+  const float* pr = p + r * kKeyBlock;
+  float* ar = acc + r * dv;
+  switch (rows - r) {
+    case 3:
+      return pv_rows<V, 3>(pr, kb, v, v_rs, ar, dv);
+    case 2:
+      return pv_rows<V, 2>(pr, kb, v, v_rs, ar, dv);
+    case 1:
+      return pv_rows<V, 1>(pr, kb, v, v_rs, ar, dv);
+    default:
+      return;
+  }
+}
+
+// s(rows, kb rounded up to kPanel) (row stride kKeyBlock) = q(rows, d) (contiguous) K^T, from
+// the key panels.
+template <typename V>
+__attribute__((noinline)) void qk_scores(const float* q, int64_t rows, int64_t kb, int64_t d, const float* panels, float* s) {
+  constexpr int64_t kPanel = 2 * V::kLanes;
+  for (int64_t j0 = 0; j0 < kb; j0 += kPanel) {
+    const float* panel = panels + (j0 / kPanel) * kPanel * d;
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+      pv_tile<V, 4, 2, false>(q + r * d, d, d, panel, kPanel, s + r * kKeyBlock + j0, kKeyBlock);
+    const float* qr = q + r * d;
+    float* sr = s + r * kKeyBlock + j0;
+    switch (rows - r) {
+      case 3:
+        pv_tile<V, 3, 2, false>(qr, d, d, panel, kPanel, sr, kKeyBlock);
+        break;
+      case 2:
+        pv_tile<V, 2, 2, false>(qr, d, d, panel, kPanel, sr, kKeyBlock);
+        break;
+      case 1:
+        pv_tile<V, 1, 2, false>(qr, d, d, panel, kPanel, sr, kKeyBlock);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+template <typename V>
+void attention_tile(const AttentionTile& t) {
+  static_assert(kKeyBlock % (2 * V::kLanes) == 0);  // whole key panels
+  using Reg = typename V::Reg;
+  constexpr int64_t L = V::kLanes;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  thread_local AttentionScratch scratch;
+  attention_grow(scratch.scores, t.rows * kKeyBlock);
+  attention_grow(scratch.acc, t.rows * t.dv);
+  attention_grow(scratch.m, t.rows);
+  attention_grow(scratch.l, t.rows);
+  float* scores = scratch.scores.data();
+  float* acc = scratch.acc.data();
+  float* m = scratch.m.data();
+  float* l = scratch.l.data();
+  std::fill(acc, acc + t.rows * t.dv, 0.0f);
+  std::fill(m, m + t.rows, kNegInf);
+  std::fill(l, l + t.rows, 0.0f);
+  // Keys any row of the tile sees.
+  const int64_t keys = t.causal ? std::clamp<int64_t>(t.key_limit0 + t.rows - 1, 0, t.skv) : t.skv;
+  const Reg scale = V::set1(t.scale);
+  attention_grow(scratch.q, t.rows * t.d);
+  attention_grow(scratch.keys, kKeyBlock * t.d);
+  attention_grow(scratch.values, kKeyBlock * t.dv);
+  float* q = scratch.q.data();
+  attention_copy_rows(t.q, t.q_rs, t.rows, t.d, q);
+  for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
+    const int64_t kb = std::min(kKeyBlock, keys - j0);
+    const int64_t kb_vectors = (kb + L - 1) / L * L;
+    float* k = scratch.keys.data();
+    V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, k);
+    float* v = scratch.values.data();  // (kb, dv)
+    attention_copy_rows(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, v);
+    qk_scores<V>(q, t.rows, kb, t.d, k, scores);
+    for (int64_t r = 0; r < t.rows; ++r) {
+      float* s = scores + r * kKeyBlock;  // (kb_vectors) for this row
+      const int64_t visible = t.causal ? std::clamp<int64_t>(t.key_limit0 + r - j0, 0, kb) : kb;
+      if (visible == 0) {
+        std::fill(s, s + kb, 0.0f);
+        continue;
+      }
+      // S = S * scale + mask on the visible keys, -inf on the rest of the vectors.
+      const float* mask = t.mask ? t.mask + r * t.mask_rs + j0 * t.mask_cs : nullptr;
+      int64_t j = 0;
+      if (mask == nullptr || t.mask_cs == 1) {
+        for (; j + L <= visible; j += L) {
+          Reg x = V::mul(V::loadu(s + j), scale);
+          if (mask) x = V::add(x, V::loadu(mask + j));
+          V::storeu(s + j, x);
+        }
+      }
+      for (; j < visible; ++j) s[j] = s[j] * t.scale + (mask ? mask[j * t.mask_cs] : 0.0f);
+      for (; j < kb_vectors; ++j) s[j] = kNegInf;
+      Reg vmax = V::set1(kNegInf);
+      for (j = 0; j < kb_vectors; j += L) vmax = V::max(vmax, V::loadu(s + j));
+      const float m_new = std::max(m[r], V::reduce_max(vmax));
+      if (m_new == kNegInf) {  // every visible score so far is -inf: nothing to add yet
+        std::fill(s, s + kb, 0.0f);
+        continue;
+      }
+      const Reg vm = V::set1(m_new);
+      Reg vsum = V::zero();
+      for (j = 0; j < kb_vectors; j += L) {
+        const Reg p = V::exp(V::sub(V::loadu(s + j), vm));
+        V::storeu(s + j, p);
+        vsum = V::add(vsum, p);
+      }
+      const float correction = std::exp(m[r] - m_new);  // 0 on the first visible block
+      if (correction != 1.0f) {
+        float* a = acc + r * t.dv;
+        for (int64_t c = 0; c < t.dv; ++c) a[c] *= correction;
+      }
+      l[r] = l[r] * correction + V::reduce_add(vsum);
+      m[r] = m_new;
+    }
+    pv_accumulate<V>(scores, t.rows, kb, v, t.dv, acc, t.dv);
+  }
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const float inv = 1.0f / l[r];  // l == 0 (no visible key): NaN, as the unfused graph
+    const float* a = acc + r * t.dv;
+    float* out = t.out + r * t.out_rs;
+    for (int64_t c = 0; c < t.dv; ++c) out[c] = a[c] * inv;
+  }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu
