@@ -4,12 +4,12 @@
 //
 // for every index b of a batch shape (the head form's (B, H), or the plain form's leading dims).
 // Algorithm (FlashAttention-style, one pass over the keys): tasks are (b, query block of up to
-// kAttentionQueryBlock rows, kAttentionCausalQueryBlock when causal), spread over the thread pool. A task walks the keys in blocks of
-// kAttentionKeyBlock: scores (rows, kb) = scale * Q K^T + mask; per row a running max m and
-// running sum l of exp(score - m); when a block raises m the row's accumulator and l are
-// rescaled by exp(m_old - m_new); acc += exp(scores - m) V_block. After the last block
-// out = acc / l. The (Sq, Skv) matrix never exists; per thread scratch is
-// (rows x kb) scores + (rows x Dv) accumulator, grown once and reused (no allocation per run).
+// kAttentionQueryBlock rows, kAttentionCausalQueryBlock when causal), spread over the thread pool.
+// A task walks the keys in blocks of kAttentionKeyBlock: scores (rows, kb) = scale * Q K^T + mask;
+// per row a running max m and running sum l of exp(score - m); when a block raises m the row's
+// accumulator and l are rescaled by exp(m_old - m_new); acc += exp(scores - m) V_block. After the
+// last block out = acc / l. The (Sq, Skv) matrix never exists; per thread scratch is (rows x kb)
+// scores + (rows x Dv) accumulator, grown once and reused (no allocation per run).
 //
 // Causal: query i (0-based within Sq) sees key j iff j <= i + Skv - Sq (the last query sees
 // every key); key blocks past a tile's last visible key are skipped. A row that sees no key at
@@ -32,7 +32,7 @@ constexpr int kAttentionMaxBatchRank = 6;
 // triangle (S = 128: -25%), so causal keeps 32.
 constexpr int64_t kAttentionQueryBlock = 128;
 constexpr int64_t kAttentionCausalQueryBlock = 32;
-constexpr int64_t kAttentionKeyBlock = 64;    // keys per online-softmax step
+constexpr int64_t kAttentionKeyBlock = 64;  // keys per online-softmax step
 
 // A float32 operand: batch index (b_0, ..., b_{r-1}) starts at
 // data + sum_i b_i * batch_strides[i] (0 where broadcast); element (row, col) of that matrix is

@@ -129,8 +129,8 @@ void pv_rows(const float* p, int64_t kb, const float* v, int64_t v_rs, float* ac
 // qk_scores are calls of their own: inlined into attention_tile they made the AVX-512 tile 7-10%
 // slower (register allocation across the softmax code).
 template <typename V>
-__attribute__((noinline)) void pv_accumulate(const float* p, int64_t rows, int64_t kb, const float* v, int64_t v_rs,
-                   float* acc, int64_t dv) {
+__attribute__((noinline)) void pv_accumulate(const float* p, int64_t rows, int64_t kb,
+                                             const float* v, int64_t v_rs, float* acc, int64_t dv) {
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) pv_rows<V, 4>(p + r * kKeyBlock, kb, v, v_rs, acc + r * dv, dv);
   const float* pr = p + r * kKeyBlock;
@@ -150,7 +150,8 @@ __attribute__((noinline)) void pv_accumulate(const float* p, int64_t rows, int64
 // s(rows, kb rounded up to kPanel) (row stride kKeyBlock) = q(rows, d) (contiguous) K^T, from
 // the key panels.
 template <typename V>
-__attribute__((noinline)) void qk_scores(const float* q, int64_t rows, int64_t kb, int64_t d, const float* panels, float* s) {
+__attribute__((noinline)) void qk_scores(const float* q, int64_t rows, int64_t kb, int64_t d,
+                                         const float* panels, float* s) {
   constexpr int64_t kPanel = 2 * V::kLanes;
   for (int64_t j0 = 0; j0 < kb; j0 += kPanel) {
     const float* panel = panels + (j0 / kPanel) * kPanel * d;
