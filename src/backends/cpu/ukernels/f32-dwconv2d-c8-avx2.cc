@@ -27,6 +27,7 @@
 //      clamp) then runs over the (8, n) pixels just stored, while they are in L1.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/f32_dwconv2d_cblock_impl.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
 #include "backends/cpu/ukernels/f32_vmask_avx2.h"
 
@@ -34,8 +35,6 @@ namespace peregrine::cpu::avx2 {
 
 namespace {
 
-constexpr int64_t kStep = kDwConv2dC8PixelStep;  // 4: the unrolled pixels below assume it
-static_assert(kStep == 4);
 
 // In-register transpose of the 8x8 block r (r[i] = row i): afterwards r[j] holds column j.
 inline void transpose8x8(__m256 r[8]) {
@@ -126,141 +125,29 @@ inline void store_block(const float *buf, const float *res, float *out, int64_t 
   }
 }
 
-// One output row of 3x3 taps into buf (pixel ow at buf + 8 ow), in steps of 4 pixels (the last
-// step may write up to 3 pixels past out_w). rows[ki]: the tile row of kernel row ki; ps: floats
-// between the tile pixels of adjacent output pixels (8 stride_w); od: between adjacent taps of a
-// row (8 dil_w).
-inline void row_3x3(const float *const *rows, const float *wt, __m256 vbias, int64_t out_w,
-                    int64_t ps, int64_t od, float *buf) {
-  const __m256 w00 = _mm256_load_ps(wt + 0), w01 = _mm256_load_ps(wt + 8);
-  const __m256 w02 = _mm256_load_ps(wt + 16), w10 = _mm256_load_ps(wt + 24);
-  const __m256 w11 = _mm256_load_ps(wt + 32), w12 = _mm256_load_ps(wt + 40);
-  const __m256 w20 = _mm256_load_ps(wt + 48), w21 = _mm256_load_ps(wt + 56);
-  const __m256 w22 = _mm256_load_ps(wt + 64);
-  const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2];
-  const int64_t od2 = 2 * od;
-  for (int64_t ow = 0; ow < out_w;
-       ow += kStep, r0 += kStep * ps, r1 += kStep * ps, r2 += kStep * ps, buf += kStep * 8) {
-    __m256 a0 = vbias, a1 = vbias, a2 = vbias, a3 = vbias;
-    auto tap = [&](__m256 w, const float *p) {
-      a0 = _mm256_fmadd_ps(w, _mm256_load_ps(p), a0);
-      a1 = _mm256_fmadd_ps(w, _mm256_load_ps(p + ps), a1);
-      a2 = _mm256_fmadd_ps(w, _mm256_load_ps(p + 2 * ps), a2);
-      a3 = _mm256_fmadd_ps(w, _mm256_load_ps(p + 3 * ps), a3);
-    };
-    tap(w00, r0);
-    tap(w01, r0 + od);
-    tap(w02, r0 + od2);
-    tap(w10, r1);
-    tap(w11, r1 + od);
-    tap(w12, r1 + od2);
-    tap(w20, r2);
-    tap(w21, r2 + od);
-    tap(w22, r2 + od2);
-    _mm256_store_ps(buf, a0);
-    _mm256_store_ps(buf + 8, a1);
-    _mm256_store_ps(buf + 16, a2);
-    _mm256_store_ps(buf + 24, a3);
+struct Ymm {
+  using Reg = __m256;
+  static constexpr int64_t kLanes = 8;
+  static Reg zero() { return _mm256_setzero_ps(); }
+  static Reg set1(float x) { return _mm256_set1_ps(x); }
+  static Reg loadu(const float *p) { return _mm256_loadu_ps(p); }
+  static void storeu(float *p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  // Whole blocks only (partial_blocks is false for this kernel): `channels` is always 8.
+  static void fill_tile_row(const float *in, int64_t in_plane, int64_t in_w, int64_t pad_l,
+                            int64_t tile_w, int64_t /*channels*/, float *dst) {
+    avx2::fill_tile_row(in, in_plane, in_w, pad_l, tile_w, dst);
   }
-}
-
-// One output row of any KH x KW through a tap loop (same contract as row_3x3).
-inline void row_any(const float *const *rows, const float *wt, __m256 vbias, int64_t kh, int64_t kw,
-                    int64_t out_w, int64_t ps, int64_t od, float *buf) {
-  for (int64_t ow = 0; ow < out_w; ow += kStep, buf += kStep * 8) {
-    __m256 a0 = vbias, a1 = vbias, a2 = vbias, a3 = vbias;
-    const float *w = wt;
-    for (int64_t ki = 0; ki < kh; ++ki) {
-      const float *p = rows[ki] + ow * ps;
-      for (int64_t kj = 0; kj < kw; ++kj, w += 8, p += od) {
-        const __m256 wv = _mm256_load_ps(w);
-        a0 = _mm256_fmadd_ps(wv, _mm256_load_ps(p), a0);
-        a1 = _mm256_fmadd_ps(wv, _mm256_load_ps(p + ps), a1);
-        a2 = _mm256_fmadd_ps(wv, _mm256_load_ps(p + 2 * ps), a2);
-        a3 = _mm256_fmadd_ps(wv, _mm256_load_ps(p + 3 * ps), a3);
-      }
-    }
-    _mm256_store_ps(buf, a0);
-    _mm256_store_ps(buf + 8, a1);
-    _mm256_store_ps(buf + 16, a2);
-    _mm256_store_ps(buf + 24, a3);
+  static void store_block(const float *buf, const float *res, float *out, int64_t plane,
+                          int64_t n, int64_t /*channels*/, Reg vmin, Reg vmax) {
+    avx2::store_block(buf, res, out, plane, n, vmin, vmax);
   }
-}
+};
 
 }  // namespace
 
 void f32_dwconv2d_c8__avx2(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch) {
-  const int64_t taps = g.kh * g.kw;
-  const int64_t tile_w = dwconv2d_c8_tile_w(g), row_floats = tile_w * 8;
-  const int64_t ring = dwconv2d_c8_tile_rows(g);
-  // Scratch: wt (taps, 8) | bias (8) | zero row | ring of tile rows | pixel buffer.
-  float *wt = scratch;
-  float *bias = wt + taps * 8;
-  float *zero_row = bias + 8;
-  float *tile = zero_row + row_floats;
-  float *buf = tile + ring * row_floats;
-  for (int64_t c = 0; c < 8; ++c) {
-    for (int64_t t = 0; t < taps; ++t) wt[t * 8 + c] = b.weights[c * taps + t];
-    bias[c] = b.bias ? b.bias[c] : 0.0f;
-  }
-  const __m256 vbias = _mm256_load_ps(bias);
-  const __m256 vmin = _mm256_set1_ps(b.out_min), vmax = _mm256_set1_ps(b.out_max);
-  const __m256 zero = _mm256_setzero_ps();
-  for (int64_t i = 0; i < row_floats; i += 8) _mm256_store_ps(zero_row + i, zero);
-  // The last partial block's transpose also reads buffer pixels past the valid ones (and drops
-  // them): keep its first 8 pixels finite.
-  for (int64_t i = 0; i < 64; i += 8) _mm256_store_ps(buf + i, zero);
-
-  int64_t tags[kDwConv2dC8MaxTileRows];  // the padded input row each ring slot holds
-  std::fill(tags, tags + ring, int64_t{-1});
-  const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
-  const int64_t ps = g.stride_w * 8, od = g.dil_w * 8;
-  const bool is_3x3 = g.kh == 3 && g.kw == 3;
-  const float *rows[kDwConv2dC8MaxKernel];
-  int64_t q = b.oh_begin * g.out_w;  // flat output pixel of buf's first pixel
-  int64_t lead = 0;                  // pixels in buf not stored yet
-  for (int64_t oh = b.oh_begin; oh < b.oh_end; ++oh) {
-    int64_t r = oh * g.stride_h;  // padded input row of kernel row 0
-    for (int64_t ki = 0; ki < g.kh; ++ki, r += g.dil_h) {
-      const int64_t ih = r - g.pad_t;
-      if (ih < 0 || ih >= g.in_h) {
-        rows[ki] = zero_row;
-        continue;
-      }
-      const int64_t slot = r % ring;
-      float *dst = tile + slot * row_floats;
-      if (tags[slot] != r) {
-        fill_tile_row(b.input + ih * g.in_w, in_plane, g.in_w, g.pad_l, tile_w, dst);
-        tags[slot] = r;
-      }
-      rows[ki] = dst;
-    }
-    float *row_buf = buf + lead * 8;
-    if (is_3x3) {
-      row_3x3(rows, wt, vbias, g.out_w, ps, od, row_buf);
-    } else {
-      row_any(rows, wt, vbias, g.kh, g.kw, g.out_w, ps, od, row_buf);
-    }
-    const int64_t avail = lead + g.out_w;
-    int64_t i = 0;
-    for (; i + 8 <= avail; i += 8)
-      store_block(buf + i * 8, b.residual ? b.residual + q + i : nullptr, b.output + q + i, plane,
-                  8, vmin, vmax);
-    if (b.epilogue && i > 0)
-      b.epilogue(b.output + q, static_cast<size_t>(plane), 8, static_cast<size_t>(i), 0, 0,
-                 *b.epilogue_params);
-    lead = avail - i;
-    if (i > 0)  // the leftover pixels to the front (lead < 8 <= i: no overlap)
-      for (int64_t j = 0; j < lead; ++j)
-        _mm256_store_ps(buf + j * 8, _mm256_load_ps(buf + (i + j) * 8));
-    q += i;
-  }
-  if (lead > 0) {
-    store_block(buf, b.residual ? b.residual + q : nullptr, b.output + q, plane, lead, vmin, vmax);
-    if (b.epilogue)
-      b.epilogue(b.output + q, static_cast<size_t>(plane), 8, static_cast<size_t>(lead), 0, 0,
-                 *b.epilogue_params);
-  }
+  dwconv2d_channel_block<Ymm>(g, b, scratch);
 }
 
 }  // namespace peregrine::cpu::avx2
