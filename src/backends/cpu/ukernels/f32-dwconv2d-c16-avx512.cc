@@ -71,16 +71,15 @@ struct Zmm {
                             int64_t tile_w, int64_t channels, float *dst) {
     avx512::fill_tile_row(in, in_plane, in_w, pad_l, tile_w, channels, dst);
   }
-  static void store_block(const float *buf, const float *res, float *out, int64_t plane,
-                          int64_t n, int64_t channels, Reg vmin, Reg vmax) {
+  static void store_block(const float *buf, const float *res, float *out, int64_t plane, int64_t n,
+                          int64_t channels, Reg vmin, Reg vmax) {
     avx512::store_block(buf, res, out, plane, n, channels, vmin, vmax);
   }
 };
 
 }  // namespace
 
-void f32_dwconv2d_c16__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
-                              float *scratch) {
+void f32_dwconv2d_c16__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch) {
   dwconv2d_channel_block<Zmm>(g, b, scratch);
 }
 

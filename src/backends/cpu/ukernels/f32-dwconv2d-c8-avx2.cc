@@ -35,7 +35,6 @@ namespace peregrine::cpu::avx2 {
 
 namespace {
 
-
 // In-register transpose of the 8x8 block r (r[i] = row i): afterwards r[j] holds column j.
 inline void transpose8x8(__m256 r[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -138,8 +137,8 @@ struct Ymm {
                             int64_t tile_w, int64_t /*channels*/, float *dst) {
     avx2::fill_tile_row(in, in_plane, in_w, pad_l, tile_w, dst);
   }
-  static void store_block(const float *buf, const float *res, float *out, int64_t plane,
-                          int64_t n, int64_t /*channels*/, Reg vmin, Reg vmax) {
+  static void store_block(const float *buf, const float *res, float *out, int64_t plane, int64_t n,
+                          int64_t /*channels*/, Reg vmin, Reg vmax) {
     avx2::store_block(buf, res, out, plane, n, vmin, vmax);
   }
 };
