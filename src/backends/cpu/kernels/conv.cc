@@ -130,7 +130,7 @@ class Im2colPacker : public BPanelPacker {
           std::memcpy(out, src, 16 * sizeof(float));  // constant size: inlined
         } else if (sw == 1) {
           std::copy(src, src + count, out);
-        } else if (sw == 2) {  // even / odd shuffles (ResNet-50 / MobileNetV2 stems)
+        } else if (sw == 2) {  // even / odd shuffles (3x3 / 2 and 1x1 / 2 convs; stems below AVX-512)
           copy_row(src, 2, out, static_cast<size_t>(count));
         } else {
           for (int64_t j = 0; j < count; ++j) out[j] = src[j * sw];
