@@ -27,8 +27,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/f32_gemm.h"
-#include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/kernels/conv_depthwise_chw.h"
+#include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/kernels/conv_winograd_f2x3.h"
 #include "backends/cpu/kernels/conv_winograd_f4x3.h"
 #include "backends/cpu/thread_pool.h"
@@ -130,7 +130,7 @@ class Im2colPacker : public BPanelPacker {
           std::memcpy(out, src, 16 * sizeof(float));  // constant size: inlined
         } else if (sw == 1) {
           std::copy(src, src + count, out);
-        } else if (sw == 2) {  // even / odd shuffles (3x3 / 2 and 1x1 / 2 convs; stems below AVX-512)
+        } else if (sw == 2) {  // even / odd shuffles (3x3 / 2, 1x1 / 2; stems below AVX-512)
           copy_row(src, 2, out, static_cast<size_t>(count));
         } else {
           for (int64_t j = 0; j < count; ++j) out[j] = src[j * sw];
@@ -316,9 +316,8 @@ class ConvKernel : public PreparedKernel {
     // lookups, six vectors), 1.5% of MobileNetV2's run when done on every run.
     const std::array<int64_t, 4> sizes = {x.dim(2), x.dim(3), w.dim(2), w.dim(3)};
     if (!window_ || window_sizes_ != sizes) {
-      PG_ASSIGN_OR_RETURN(WindowGeometry resolved,
-                          resolve_window(ctx.node(), {x.dim(2), x.dim(3)}, {w.dim(2), w.dim(3)},
-                                         false));
+      PG_ASSIGN_OR_RETURN(WindowGeometry resolved, resolve_window(ctx.node(), {x.dim(2), x.dim(3)},
+                                                                  {w.dim(2), w.dim(3)}, false));
       window_ = std::move(resolved);
       window_sizes_ = sizes;
     }
@@ -365,7 +364,7 @@ class ConvKernel : public PreparedKernel {
       return Status::ok();
     }
     last_run_depthwise_ = nullptr;
-    const WinogradConvShape ws{s.batch,  s.in_c,  s.in_h,  s.in_w, s.out_c,
+    const WinogradConvShape ws{s.batch, s.in_c,  s.in_h,  s.in_w, s.out_c,
                                s.out_h, s.out_w, s.pad_t, s.pad_l};
     const bool winograd_ok = winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 &&
                              s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.kh == 3 &&
@@ -406,12 +405,11 @@ class ConvKernel : public PreparedKernel {
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
-    last_run_indirect_ = gemm_.indirect_ukernel != nullptr && use_packed && s.stride_w == 2 &&
-                         k > 0 &&
-                         (algo_ == ConvAlgoChoice::kIndirect ||
-                          (algo_ == ConvAlgoChoice::kAuto && s.out_w >= kIndirectConvMinWidth &&
-                           (in_c_g <= kIndirectConvMaxChannels ||
-                            s.kh * s.kw >= kIndirectConvMinTaps)));
+    last_run_indirect_ =
+        gemm_.indirect_ukernel != nullptr && use_packed && s.stride_w == 2 && k > 0 &&
+        (algo_ == ConvAlgoChoice::kIndirect ||
+         (algo_ == ConvAlgoChoice::kAuto && s.out_w >= kIndirectConvMinWidth &&
+          (in_c_g <= kIndirectConvMaxChannels || s.kh * s.kw >= kIndirectConvMinTaps)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -432,16 +430,16 @@ class ConvKernel : public PreparedKernel {
           continue;
         }
         if (last_run_indirect_) {
-          float* buffer = conv_scratch_floats(
-              static_cast<size_t>(StrideTwoConvRows::buffer_floats(s, in_c_g)));
+          float* buffer =
+              conv_scratch_floats(static_cast<size_t>(StrideTwoConvRows::buffer_floats(s, in_c_g)));
           const StrideTwoConvRows rows(x_group, in_c_g, s, buffer, threads);
           f32_gemm_indirect(gemm_, out_c_g, k, packed_w_[static_cast<size_t>(grp)], rows, y_group,
                             pixels, ep, threads);
           continue;
         }
         const Im2colPacker im2col(x_group, s);
-        f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(im2col), y_group, pixels, 1.0f,
-                 0.0f, ep, threads);
+        f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(im2col), y_group, pixels, 1.0f, 0.0f,
+                 ep, threads);
       }
     }
     return Status::ok();
@@ -471,7 +469,7 @@ class ConvKernel : public PreparedKernel {
   std::atomic<bool> last_run_winograd_f2x3_{false};
   std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
   std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
-  std::optional<WindowGeometry> window_;    // resolved for window_sizes_ (input H, W, kernel H, W)
+  std::optional<WindowGeometry> window_;  // resolved for window_sizes_ (input H, W, kernel H, W)
   std::array<int64_t, 4> window_sizes_{};
 };
 
