@@ -262,10 +262,10 @@ TEST(CpuConv, IndirectStrideTwoMatchesReference) {
            Case{1, 8, 10, 20, 6, 1, 1, 2, {2, 2}, {0, 0, 0, 0}, {1, 1}, "", {}, false},
            Case{1, 4, 3, 2, 3, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, "Gelu", {}, true},
        }) {
-    const int64_t oh = (cc.h + cc.pads[0] + cc.pads[2] - (cc.kh - 1) * cc.dilations[0] - 1) /
-                           cc.strides[0] + 1;
-    const int64_t ow = (cc.w + cc.pads[1] + cc.pads[3] - (cc.kw - 1) * cc.dilations[1] - 1) /
-                           cc.strides[1] + 1;
+    const int64_t oh =
+        (cc.h + cc.pads[0] + cc.pads[2] - (cc.kh - 1) * cc.dilations[0] - 1) / cc.strides[0] + 1;
+    const int64_t ow =
+        (cc.w + cc.pads[1] + cc.pads[3] - (cc.kw - 1) * cc.dilations[1] - 1) / cc.strides[1] + 1;
     SCOPED_TRACE("indirect conv c=" + std::to_string(cc.c) + " oc=" + std::to_string(cc.out_c) +
                  " out=" + std::to_string(oh) + "x" + std::to_string(ow) + " act=" + cc.act);
     std::vector<std::pair<std::string, Tensor>> inputs = {
@@ -277,10 +277,9 @@ TEST(CpuConv, IndirectStrideTwoMatchesReference) {
       inputs.push_back({"Z", random_tensor({cc.n, cc.out_c, oh, ow}, 4)});
       constant.push_back(false);
     }
-    std::vector<ir::Attribute> attrs = {ints_attr("strides", cc.strides),
-                                        ints_attr("pads", cc.pads),
-                                        ints_attr("dilations", cc.dilations),
-                                        int_attr("group", cc.group)};
+    std::vector<ir::Attribute> attrs = {
+        ints_attr("strides", cc.strides), ints_attr("pads", cc.pads),
+        ints_attr("dilations", cc.dilations), int_attr("group", cc.group)};
     activation_attrs(cc.act, cc.params, attrs);
     OneNodeGraph g("FusedConv", inputs, constant, attrs, "peregrine");
     Tensor want = g.run(reference_backend(), 1, nullptr);

@@ -287,9 +287,10 @@ TEST(CpuDwConvC8Driver, MatchesNaiveLoopAtEveryIsa) {
               if (chosen == cpu::DwConvAlgo::kAuto && cpu::use_dwconv2d_c8(g))
                 chosen = cpu::DwConvAlgo::kC8;
               // Some channels in a (whole or, where the kernel takes one, partial) block.
-              const int64_t min_c = cpu::dwconv2d_ukernel_for_plane(*kernel, g).partial_blocks
-                                        ? 1
-                                        : cpu::dwconv2d_ukernel_for_plane(*kernel, g).block_channels;
+              const int64_t min_c =
+                  cpu::dwconv2d_ukernel_for_plane(*kernel, g).partial_blocks
+                      ? 1
+                      : cpu::dwconv2d_ukernel_for_plane(*kernel, g).block_channels;
               const bool want_c8 =
                   kernel->c8 && dc.mult == 1 && dc.c >= min_c && chosen == cpu::DwConvAlgo::kC8;
               const cpu::DwConv2dUkernelInfo &runs = cpu::dwconv2d_ukernel_for_plane(*kernel, g);

@@ -79,8 +79,9 @@ const char *depthwise_chw(const DwConv2dUkernelInfo &isa_kernel, const Depthwise
   // block take a partial block where the kernel has them, else the plane kernel.
   const bool blocked = algo == DwConvAlgo::kC8 && kernel.c8 && multiplier == 1 &&
                        f32_dwconv2d_c8_supported(g) && c8_floats <= kMaxScratchFloats;
-  const int64_t blocks =
-      !blocked ? 0 : kernel.partial_blocks ? (a.out_c + lanes - 1) / lanes : a.out_c / lanes;
+  const int64_t blocks = !blocked                ? 0
+                         : kernel.partial_blocks ? (a.out_c + lanes - 1) / lanes
+                                                 : a.out_c / lanes;
   // Bands of output rows per block, so that a few blocks still feed every thread (a band
   // re-transposes the KH - stride_h input rows it shares with the band above).
   int64_t bands = 1;

@@ -9,7 +9,6 @@
 // Packing and edge contract: ukernels/f32_gemm_ukernels.h.
 #include <immintrin.h>
 
-
 #include "backends/cpu/ukernels/f32_gemm_ukernels.h"
 
 // GCC 12's _mm512_max_ps / _mm512_min_ps pass an _mm512_undefined_ps() pass-through operand

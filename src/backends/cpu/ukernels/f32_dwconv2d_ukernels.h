@@ -171,8 +171,8 @@ struct DwConv2dUkernelInfo {
   Isa isa;
   const char *name;  // "f32_dwconv2d_chw__avx2"
   F32DwConv2dChwFn plane;
-  const char *c8_name;  // "f32_dwconv2d_c8__avx2", or nullptr
-  F32DwConv2dC8Fn c8;   // the channel-blocked kernel, or nullptr where this ISA has none
+  const char *c8_name;     // "f32_dwconv2d_c8__avx2", or nullptr
+  F32DwConv2dC8Fn c8;      // the channel-blocked kernel, or nullptr where this ISA has none
   int64_t block_channels;  // channels per c8 call (and its scratch lanes): 8 or 16
   bool partial_blocks;     // c8 also takes a last block of fewer channels (DwConv2dC8Block)
   // Planes with more input columns than max_in_w take `wide` instead (nullptr: none): the c16
@@ -204,8 +204,7 @@ void f32_dwconv2d_chw__avx2(const DwConv2dGeometry &g, const DwConv2dPlane &p, f
 void f32_dwconv2d_c8__avx2(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch);
 }  // namespace avx2
 namespace avx512 {
-void f32_dwconv2d_c16__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
-                              float *scratch);
+void f32_dwconv2d_c16__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu
