@@ -293,7 +293,9 @@ TEST(F32Gemm, ThreadCounts) {
                          GemmCase{150, 70, 40, true, false, false, true},
                          // More row tiles than column panels: threads split M and share one B
                          // packed whole (several groups of panels, several K blocks).
-                         GemmCase{400, 300, 40}, GemmCase{400, 300, 300, false, true}})
+                         GemmCase{400, 300, 40}, GemmCase{400, 300, 300, false, true},
+                         // A above the whole-packing bound (2^22 floats): packed per block.
+                         GemmCase{2100, 3, 2050, false, false, false, true}})
         check_gemm(kernel, c, threads);
 }
 

@@ -219,6 +219,11 @@ inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols
 constexpr int64_t kDirectBMaxRows = 192;
 constexpr int64_t kDirectBMinDepth = 64;
 
+// Largest operand packed whole (pack_a_whole, pack_b_whole), in floats (16 MiB): the buffer
+// stays with the calling thread, so a larger one (a batch of long sequences) keeps per-block
+// packing instead of holding that much memory for the session's life.
+constexpr int64_t kWholeOperandMaxFloats = int64_t{1} << 22;
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
@@ -395,7 +400,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // blocks (with N blocks of 2048 a 197 x 1536 C block went back to L3 between K blocks).
   const float* a_whole = nullptr;
   const int64_t a_panel_count = ceil_div(m, mr);
-  if (a.packed == nullptr && b.packed != nullptr) {
+  if (a.packed == nullptr && b.packed != nullptr &&
+      a_panel_count * mr * k <= kWholeOperandMaxFloats) {
     float* buf = thread_scratch().whole_a.get(static_cast<size_t>(a_panel_count * mr * k));
     pack_a_whole(kernel, a.view, m, k, num_threads, buf);
     a_whole = buf;
@@ -448,7 +454,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // stays per part: 1x1 convs that read half of a shared B from the other core's cache were
   // 5% slower.
   const float* prepacked_b = b.prepacked_b;
-  if (parts_m > 1 && b.packer != nullptr) {
+  if (parts_m > 1 && b.packer != nullptr &&
+      packed_b_floats(kernel, k, n) <= kWholeOperandMaxFloats) {
     float* buf = thread_scratch().whole_b.get(static_cast<size_t>(packed_b_floats(kernel, k, n)));
     pack_b_whole(kernel, b, k, n, num_threads, buf);
     prepacked_b = buf;
