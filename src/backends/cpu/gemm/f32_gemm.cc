@@ -227,8 +227,9 @@ constexpr int64_t kWholeOperandMaxFloats = int64_t{1} << 22;
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// Packs all of A (m, k) in PackedMatrix::pack_a's layout into dst, ceil(m / MR) * MR * k floats,
-// spread over the pool by groups of panels.
+// Packs all of A (m, k) into dst in the packed-A layout (f32_gemm.h, PackedMatrix), ceil(m / MR)
+// * MR * k floats, spread over the pool by groups of panels: PackedMatrix::pack_a (1 thread) and
+// a linear layer's activations (f32_gemm).
 void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k, int num_threads,
                   float* dst) {
   const int mr = kernel.mr;
@@ -245,9 +246,9 @@ void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t
   cpu_thread_pool().parallel_for(ceil_div(panels, kPanelsPerTask), num_threads, task);
 }
 
-// Packs all of B (k, n) (a view or a packer's) into dst in PackedMatrix::pack_b's layout
-// (packed_b_offset), packed_b_floats(kernel, k, n) floats, spread over the pool by K block and
-// group of panels.
+// Packs all of B (k, n) (a view or a packer's) into dst in the packed-B layout (packed_b_offset),
+// packed_b_floats(kernel, k, n) floats, spread over the pool by K block and group of panels:
+// PackedMatrix::pack_b (1 thread) and an im2col B shared by M parts (f32_gemm).
 void pack_b_whole(const GemmKernelInfo& kernel, const GemmOperand& b, int64_t k, int64_t n,
                   int num_threads, float* dst) {
   const int nr = kernel.nr;
@@ -342,10 +343,7 @@ PackedMatrix PackedMatrix::pack_a(const GemmKernelInfo& kernel, MatrixView a, in
   pm.panels_ = ceil_div(m, kernel.mr);
   pm.data_.reset(
       aligned_floats(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.mr * k))));
-  for (int64_t p0 = 0; p0 < k && m > 0; p0 += kernel.kc) {
-    const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
-    pack_a_block(a, 0, p0, m, kc, kernel.mr, pm.data_.get() + p0 * pm.panels_ * kernel.mr);
-  }
+  pack_a_whole(kernel, a, m, k, 1, pm.data_.get());
   return pm;
 }
 
@@ -371,11 +369,7 @@ PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, in
   pm.panels_ = ceil_div(n, kernel.nr);
   pm.data_.reset(
       aligned_floats(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.nr * k))));
-  for (int64_t p0 = 0; p0 < k && n > 0; p0 += kernel.kc) {
-    const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
-    pack_b_block(b, p0, 0, kc, n, kernel.nr, kc * kernel.nr,
-                 pm.data_.get() + p0 * pm.panels_ * kernel.nr);
-  }
+  pack_b_whole(kernel, GemmOperand::of(b.data, b.rs, b.cs), k, n, 1, pm.data_.get());
   return pm;
 }
 
@@ -454,9 +448,9 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // stays per part: 1x1 convs that read half of a shared B from the other core's cache were
   // 5% slower.
   const float* prepacked_b = b.prepacked_b;
-  if (parts_m > 1 && b.packer != nullptr &&
-      packed_b_floats(kernel, k, n) <= kWholeOperandMaxFloats) {
-    float* buf = thread_scratch().whole_b.get(static_cast<size_t>(packed_b_floats(kernel, k, n)));
+  const int64_t b_floats = packed_b_floats(kernel, k, n);
+  if (parts_m > 1 && b.packer != nullptr && b_floats <= kWholeOperandMaxFloats) {
+    float* buf = thread_scratch().whole_b.get(static_cast<size_t>(b_floats));
     pack_b_whole(kernel, b, k, n, num_threads, buf);
     prepacked_b = buf;
   }
