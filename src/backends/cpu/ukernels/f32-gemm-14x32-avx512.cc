@@ -41,7 +41,7 @@ struct StridedRows {
 };
 
 // Row p of a tile's B at rows[p] + offset: a tap's run of input pixels (indirect convolution).
-// No prefetch: the pointer table ends at the tile's last row, and the rows are the input,
+// No B prefetch: the pointer table ends at the tile's last row, and the rows are the input,
 // already in cache.
 struct IndirectRows {
   const float* const* rows;
@@ -61,11 +61,11 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
   for (int i = 0; i < kMr; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
   for (size_t p = 0; p < kc; ++p) {
     const float* bp = b.row(p);
+    // Past a panel's end these touch the next panel (or nothing that faults: a prefetch).
+    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchA * kMr), _MM_HINT_T0);
     if constexpr (B::kPrefetch) {
-      // Past the panel's end this touches the next panel (or nothing that faults: a prefetch).
       _mm_prefetch(reinterpret_cast<const char*>(b.row(p + kPrefetchRows)), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(b.row(p + kPrefetchRows) + 16), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchA * kMr), _MM_HINT_T0);
     }
     const __m512 b0 = _mm512_loadu_ps(bp);       // B(p, 0:16)
     const __m512 b1 = _mm512_loadu_ps(bp + 16);  // B(p, 16:32)
