@@ -1,6 +1,6 @@
 // CPU kernel of Conv (float32, 2-D, NCHW, any stride / pad / dilation / group).
-//   depthwise (group == C_in, one input channel per group): the channel-blocked (8 channels per
-//     vector) or per-plane row-buffered micro-kernels (kernels/conv_depthwise_chw.h, chosen by
+//   depthwise (group == C_in, one input channel per group): the channel-blocked (8 or 16 channels
+//     per vector) or per-plane row-buffered micro-kernels (kernels/conv_depthwise_chw.h, chosen by
 //     use_dwconv2d_c8()) with the epilogue fused; shapes outside their
 //     contract (stride_w > 2, kernels above 16) use direct_depthwise, a direct loop per output
 //     plane, the valid output column range precomputed per kernel tap.

@@ -2,9 +2,10 @@
 // of ukernels/f32_dwconv2d_ukernels.h, the fused bias, residual and activation applied while the
 // output is hot. Two algorithms, chosen per layer by use_dwconv2d_c8():
 //   plane: the row-buffered per-plane kernel, one task per output plane;
-//   c8:    the channel-blocked kernel on blocks of 8 channels (multiplier 1 and an ISA that has
-//          one), one task per (image, block[, band of output rows]); the C % 8 last channels of
-//          each image take the plane kernel.
+//   c8:    the channel-blocked kernel on blocks of 8 channels, or 16 with AVX-512 on planes up to
+//          28 wide (multiplier 1 and an ISA that has one), one task per (image, block[, band of
+//          output rows]); the last channels short of a block take a partial block where the
+//          kernel has them (AVX-512), else the plane kernel.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // f32 GEMM micro-kernels, AVX-512F: MR = 14, NR = 32.
 // Registers: 28 zmm accumulators (14 rows x 2 vectors of 16), 2 for the B row, 1 broadcast
-// of A: 31 of 32. Each k step: 2 aligned loads of B, 14 broadcasts of A, 28 FMAs.
+// of A: 31 of 32. Each k step: 2 loads of B, 14 broadcasts of A, 28 FMAs.
 // Four entry points: the plain tile, the fused tile (epilogue in registers), the partial tile,
 // which takes any rows <= 14 and columns <= 32 of a tile, a B row stride (packed panels or a
 // row-major B read in place) and an optional epilogue, and stores straight into C, and the

@@ -92,28 +92,29 @@ using F32DwConv2dChwFn = void (*)(const DwConv2dGeometry &g, const DwConv2dPlane
                                   float *scratch);
 
 // ---------------------------------------------------------------------------------------------
-// Channel-blocked kernel (ukernels/f32-dwconv2d-c8-avx2.cc): 8 channels of one image at a time,
-// so its cost per vector does not depend on the row width or stride, unlike the plane kernel's per
-// row and per plane overhead (small planes, stride 2; the rule is use_dwconv2d_c8() in
-// kernels/conv_depthwise_chw.h). Input rows are transposed into a zero-padded pixel-major tile (8
-// channels per vector), every output pixel is a sum of tap vectors with no edge test and no
-// shuffle, and finished pixels are transposed back into the 8 output planes. Contract: as the
-// plane kernel's, but any stride_w >= 1 (f32_dwconv2d_c8_supported); multiplier 1 (channel c of
-// the block reads input plane c). Input is only read inside the 8 planes, output and residual only
-// touched in rows [oh_begin, oh_end).
+// Channel-blocked kernel (ukernels/f32-dwconv2d-c8-avx2.cc, 8 channels; f32-dwconv2d-c16-avx512.cc,
+// 16): a block of channels of one image at a time, so its cost per vector does not depend on the
+// row width or stride, unlike the plane kernel's per row and per plane overhead (small planes,
+// stride 2; the rule is use_dwconv2d_c8() in kernels/conv_depthwise_chw.h). Input rows are
+// transposed into a zero-padded pixel-major tile (one block of channels per vector), every output
+// pixel is a sum of tap vectors with no edge test and no shuffle, and finished pixels are
+// transposed back into the block's output planes. Contract: as the plane kernel's, but any
+// stride_w >= 1 (f32_dwconv2d_c8_supported); multiplier 1 (channel c of the block reads input
+// plane c). Input is only read inside the block's planes, output and residual only touched in
+// rows [oh_begin, oh_end).
 
 // Operands of one block of consecutive channels: the kernel's block_channels (8 or 16), or fewer
 // for a kernel that takes partial blocks (`channels`).
 struct DwConv2dC8Block {
-  const float *input;        // 8 planes (in_h, in_w), one after another
-  const float *weights;      // (8, kh, kw)
-  const float *bias;         // (8), or nullptr: none
-  const float *residual;     // 8 planes (out_h, out_w) added after the bias, or nullptr
-  float *output;             // 8 planes (out_h, out_w)
+  const float *input;        // the block's planes (in_h, in_w), one after another
+  const float *weights;      // (channels, kh, kw)
+  const float *bias;         // (channels), or nullptr: none
+  const float *residual;     // the planes (out_h, out_w) added after the bias, or nullptr
+  float *output;             // the planes (out_h, out_w)
   int64_t oh_begin, oh_end;  // the output rows to produce, of every plane
   float out_min, out_max;    // clamp applied after the residual (-inf, +inf: none)
-  // Applied after the clamp to each run of finished pixels, as the (8, n) tile at output + q with
-  // ldc = out_h * out_w (the 8 planes' pixels [q, q + n)); nullptr: none.
+  // Applied after the clamp to each run of finished pixels, as the (channels, n) tile at output + q
+  // with ldc = out_h * out_w (the planes' pixels [q, q + n)); nullptr: none.
   F32GemmEpilogueFn epilogue;
   const GemmEpilogue *epilogue_params;
   // Channels of this block, 1..block_channels, where the kernel takes partial blocks; 0: all.
