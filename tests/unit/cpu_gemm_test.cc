@@ -75,6 +75,28 @@ TEST(F32GemmUkernel, MatchesNaiveLoop) {
   }
 }
 
+// A micro-panel packer (where the ISA has one): (kc, MR) of row-major A for depths around its
+// 16-column step, A's last row ending at a guard page (no read past column kc - 1) and the
+// panel too (no write past it).
+TEST(F32GemmPackA, MatchesPanelLayout) {
+  for (const GemmKernelInfo* kernel : available_kernels()) {
+    if (kernel->pack_a_panel == nullptr) continue;
+    const size_t mr = static_cast<size_t>(kernel->mr);
+    for (size_t kc : {1, 7, 15, 16, 17, 40, 256}) {
+      SCOPED_TRACE(std::string(kernel->name) + " kc=" + std::to_string(kc));
+      const size_t lda = kc + 5;
+      GuardedBuffer a((mr - 1) * lda + kc);
+      const std::vector<float> values = random_floats(a.size(), 4);
+      std::copy(values.begin(), values.end(), a.data());
+      GuardedBuffer panel(kc * mr);
+      kernel->pack_a_panel(a.data(), lda, kc, panel.data());
+      for (size_t p = 0; p < kc; ++p)
+        for (size_t i = 0; i < mr; ++i)
+          ASSERT_EQ(panel.data()[p * mr + i], values[i * lda + p]) << "k " << p << " row " << i;
+    }
+  }
+}
+
 struct GemmCase {
   int64_t m, n, k;
   bool trans_a = false, trans_b = false, pack_a = false, pack_b = false;

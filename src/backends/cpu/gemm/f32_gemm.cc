@@ -44,8 +44,8 @@ const GemmKernelInfo kKernels[] = {
      16, 256, 144, 2048, 256, 1.0},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
      avx512::f32_gemm_fused_ukernel_14x32__avx512, avx512::f32_gemm_partial_ukernel_14x32__avx512,
-     avx512::f32_gemm_indirect_ukernel_14x32__avx512,
-     avx2::f32_gemm_epilogue__avx2, 14, 32, 256, 210, 2048, 256, kAvx512RelativeRate},
+     avx512::f32_gemm_indirect_ukernel_14x32__avx512, avx2::f32_gemm_epilogue__avx2, 14, 32, 256,
+     210, 2048, 256, kAvx512RelativeRate, avx512::f32_gemm_pack_a_14__avx512},
 };
 
 constexpr size_t kAlign = 64;
@@ -100,11 +100,17 @@ void pack_a_panel(const float* src, int64_t lda, int64_t kc, float* dst) {
 // Packs A(i0 : i0 + mc, p0 : p0 + kc) into MR-row panels of (kc, MR), zero rows past mc.
 // Row-major A is read a column of MR rows at a time, so the panel is written in order and the
 // MR source rows stream side by side.
-void pack_a_block(MatrixView a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, int mr,
-                  float* dst) {
+void pack_a_block(const GemmKernelInfo& kernel, MatrixView a, int64_t i0, int64_t p0, int64_t mc,
+                  int64_t kc, float* dst) {
+  const int mr = kernel.mr;
   const float* rows[32];  // MR <= 32
   for (int64_t ir = 0; ir < mc; ir += mr, dst += kc * mr) {
     const int64_t n = std::min<int64_t>(mr, mc - ir);
+    if (a.cs == 1 && n == mr && kernel.pack_a_panel) {
+      kernel.pack_a_panel(a.data + (i0 + ir) * a.rs + p0, static_cast<size_t>(a.rs),
+                          static_cast<size_t>(kc), dst);
+      continue;
+    }
     if (a.cs == 1 && n == mr && (mr == 4 || mr == 6 || mr == 14)) {
       const float* src = a.data + (i0 + ir) * a.rs + p0;
       if (mr == 4) pack_a_panel<4>(src, a.rs, kc, dst);
@@ -239,7 +245,7 @@ void pack_a_whole(const GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t
     const int64_t first = t * kPanelsPerTask, last = std::min(panels, first + kPanelsPerTask);
     for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
       const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
-      pack_a_block(a, first * mr, p0, std::min(m, last * mr) - first * mr, kc, mr,
+      pack_a_block(kernel, a, first * mr, p0, std::min(m, last * mr) - first * mr, kc,
                    dst + p0 * panels * mr + first * kc * mr);
     }
   };
@@ -507,7 +513,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
           a_panels = a_whole + p0 * a_panel_count * mr + (i0 / mr) * a_stride;
         } else {
           a_stride = kc * mr;
-          pack_a_block(a.view, i0, p0, mcur, kc, mr, a_buf);
+          pack_a_block(kernel, a.view, i0, p0, mcur, kc, a_buf);
           a_panels = a_buf;
         }
         // One MR x NR tile of C at (i0 + ir, j0 + jr).

@@ -77,6 +77,8 @@ struct GemmKernelInfo {
   int nc_l2;   // N block when A is pre-packed: the packed B block (kc, nc_l2) stays in L2
   // The micro-kernel's rate relative to the AVX2 one, for choosing between tile shapes.
   double relative_rate;
+  // Packs a full micro-panel of row-major A; nullptr: the driver's generic copy.
+  F32GemmPackAFn pack_a_panel = nullptr;
 };
 
 // The table entry for `isa`, or nullptr when this CPU cannot run it.

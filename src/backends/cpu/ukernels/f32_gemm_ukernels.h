@@ -48,6 +48,9 @@ using F32GemmIndirectUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, c
 using F32GemmFusedUkernelFn = void (*)(size_t kc, const float* a, const float* b, float* c,
                                        size_t ldc, float alpha, float beta,
                                        const F32GemmTileEpilogue& ep);
+// Packs one full A micro-panel: rows a, a + lda, ... (MR of them), columns 0 .. kc - 1, to
+// dst as (kc, MR) (the packed-A layout above). No alignment required.
+using F32GemmPackAFn = void (*)(const float* a, size_t lda, size_t kc, float* dst);
 
 namespace scalar {
 void f32_gemm_ukernel_4x8__scalar(size_t kc, const float* a, const float* b, float* c, size_t ldc,
@@ -75,6 +78,7 @@ void f32_gemm_partial_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc,
                                             const float* b, size_t ldb, float* c, size_t ldc,
                                             float alpha, float beta,
                                             const F32GemmTileEpilogue* ep);
+void f32_gemm_pack_a_14__avx512(const float* a, size_t lda, size_t kc, float* dst);
 void f32_gemm_indirect_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc, const float* a,
                                              const float* const* b_rows, size_t b_offset, float* c,
                                              size_t ldc, float alpha, float beta,
