@@ -55,6 +55,9 @@ class Tensor {
   template <typename T> const T* data() const { return static_cast<const T*>(raw()); }
   void* raw() { return buffer_ ? buffer_.get() : nullptr; }
   const void* raw() const { return buffer_ ? buffer_.get() : nullptr; }
+  // True when this is the only reference to storage it owns: not a view, and no copy or
+  // reshape of it is alive anywhere (an executor may then reuse the storage).
+  bool sole_owner() const { return buffer_ && buffer_.use_count() == 1; }
   std::vector<std::string>& strings() { return *strings_; }
   const std::vector<std::string>& strings() const { return *strings_; }
 
@@ -69,6 +72,7 @@ class Tensor {
   std::vector<int64_t> to_int64_vector() const;
 
   QuantParams* quant() { return quant_.get(); }
+  const QuantParams* quant() const { return quant_.get(); }
   void set_quant(QuantParams q) { quant_ = std::make_shared<QuantParams>(std::move(q)); }
 
  private:

@@ -287,14 +287,25 @@ Expected<std::vector<RuntimeValue>> GraphExecutor::run(
   }
   Status st = execute(outer, timings, nullptr);
   std::vector<RuntimeValue> outputs;
+  recycled_outputs_.assign(graph_.outputs.size(), Tensor());
   for (size_t j = 0; st.is_ok() && j < graph_.outputs.size(); ++j) {
     const RuntimeValue* v = output_slots_[j] >= 0
                                 ? &slots_[static_cast<size_t>(output_slots_[j])]
                                 : scope_.find(graph_.outputs[j]);
-    if (!v) st = internal_error("graph output '" + graph_.outputs[j] + "' was not produced");
-    else outputs.push_back(*v);
+    if (!v) {
+      st = internal_error("graph output '" + graph_.outputs[j] + "' was not produced");
+      break;
+    }
+    outputs.push_back(*v);
+    const bool node_output =
+        output_slots_[j] >= 0 && !initializer_slot_[static_cast<size_t>(output_slots_[j])];
+    if (node_output && v->is_tensor() && v->tensor.dtype() != DType::kString &&
+        v->tensor.quant() == nullptr)
+      recycled_outputs_[j] = v->tensor;
   }
-  // Drop this run's inputs and outputs so the executor holds no user memory between runs.
+  if (!st.is_ok()) recycled_outputs_.assign(graph_.outputs.size(), Tensor());
+  // Drop this run's inputs and outputs so the executor holds no user memory between runs
+  // (besides recycled_outputs_, which is the caller's only while the caller holds it too).
   for (int s : input_slots_) slots_[static_cast<size_t>(s)] = RuntimeValue();
   for (int s : output_slots_)
     if (s >= 0 && !initializer_slot_[static_cast<size_t>(s)])
@@ -400,6 +411,16 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
         if (t.raw() != dst.raw() || t.dtype() != dst.dtype() || t.shape() != dst.shape())
           t = Tensor::view(dst.dtype(), dst.shape(), dst.raw());
         kctx.bind_output(k, std::move(t), /*zero_fill=*/true);
+      } else if (step.graph_output[k] >= 0 &&
+                 static_cast<size_t>(step.graph_output[k]) < recycled_outputs_.size()) {
+        // Last run's storage of this graph output, if the caller has released it and this
+        // run's inferred type is static and the same.
+        Tensor& last = recycled_outputs_[static_cast<size_t>(step.graph_output[k])];
+        const ir::ValueType& type = kctx.output_type(k);
+        if (last.sole_owner() && type.is_static() && last.dtype() == type.dtype &&
+            last.shape() == type.dims)
+          kctx.bind_output(k, std::move(last), /*zero_fill=*/true);
+        last = Tensor();
       }
     }
 
