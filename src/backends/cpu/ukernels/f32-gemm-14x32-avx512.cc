@@ -82,22 +82,75 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
   for (int i = 0; i < kMr; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
 }
 
-// The loop as a call of its own for the fused kernel, so the epilogue's registers cannot push
-// an accumulator onto the stack inside the K loop (as GCC 12 did with the AVX2 kernel).
-template <class B>
-__attribute__((noinline)) void accumulate_14x32_separately(size_t kc, const float* a, B b,
-                                                           __m512 (&acc0)[kMr],
-                                                           __m512 (&acc1)[kMr]) {
-  accumulate_14x32(kc, a, b, acc0, acc1);
+// Rows 0..R-1 of a tile from registers to C: alpha * acc + beta * C, then, with `ep`, the bias,
+// the residual and the clamp; the columns masked by m0 (0..15) and m1 (16..31, V == 2).
+template <int R, int V>
+inline __attribute__((always_inline)) void store_rows(const __m512 (&acc0)[R],
+                                                      const __m512 (&acc1)[R], __mmask16 m0,
+                                                      __mmask16 m1, float* c, size_t ldc,
+                                                      float alpha, float beta,
+                                                      const F32GemmTileEpilogue* ep) {
+  __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
+  if (ep && ep->bias_col) {
+    col0 = _mm512_maskz_loadu_ps(m0, ep->bias_col);
+    if constexpr (V == 2) col1 = _mm512_maskz_loadu_ps(m1, ep->bias_col + 16);
+  }
+#pragma GCC unroll 14
+  for (int i = 0; i < R; ++i) {
+    float* row = c + i * ldc;
+    __m512 v0 = acc0[i], v1 = acc1[i];
+    if (alpha != 1.0f) {
+      v0 = _mm512_mul_ps(_mm512_set1_ps(alpha), v0);
+      if constexpr (V == 2) v1 = _mm512_mul_ps(_mm512_set1_ps(alpha), v1);
+    }
+    if (beta != 0.0f) {
+      v0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m0, row), v0);
+      if constexpr (V == 2)
+        v1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m1, row + 16), v1);
+    }
+    if (ep) {
+      if (ep->bias_row) {
+        const __m512 br = _mm512_set1_ps(ep->bias_row[i]);
+        v0 = _mm512_add_ps(v0, br);
+        if constexpr (V == 2) v1 = _mm512_add_ps(v1, br);
+      }
+      if (ep->bias_col) {
+        v0 = _mm512_add_ps(v0, col0);
+        if constexpr (V == 2) v1 = _mm512_add_ps(v1, col1);
+      }
+      if (ep->residual) {
+        const float* r = ep->residual + i * ep->ldr;
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, r));
+        if constexpr (V == 2) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, r + 16));
+      }
+      // max / min return their second operand when either is NaN: NaN stays NaN.
+      const __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+      v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
+      if constexpr (V == 2) v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+    }
+    _mm512_mask_storeu_ps(row, m0, v0);
+    if constexpr (V == 2) _mm512_mask_storeu_ps(row + 16, m1, v1);
+  }
 }
 
-// The first R rows and V vectors of 16 columns of the 14 x 32 product (the A panel keeps its
-// 14-row stride), for edge tiles: a tile 4 columns wide costs half a full one, not all of it.
-// A call of its own for the reason above.
+// A whole tile, K loop unmasked, stored by store_rows. The K loop and the epilogue are inlined
+// together so the accumulators reach the epilogue in registers (through a call they took 28
+// stores and 28 loads, 8% of a K = 16 tile).
+template <class B>
+inline __attribute__((always_inline)) void full_tile(size_t kc, const float* a, B b, float* c, size_t ldc,
+                                         float alpha, float beta, const F32GemmTileEpilogue* ep) {
+  __m512 acc0[kMr], acc1[kMr];
+  accumulate_14x32(kc, a, b, acc0, acc1);
+  store_rows<kMr, 2>(acc0, acc1, 0xFFFF, 0xFFFF, c, ldc, alpha, beta, ep);
+}
+
+// The first R rows and V vectors of 16 columns of an edge tile (the A panel keeps its 14-row
+// stride), K loop and epilogue in one call as in full_tile: a tile 4 columns wide costs half a
+// full one, not all of it.
 template <class B, int R, int V>
-__attribute__((noinline)) void accumulate_part(size_t kc, const float* a, B b, __mmask16 m0,
-                                               __mmask16 m1, __m512 (&acc0)[kMr],
-                                               __m512 (&acc1)[kMr]) {
+__attribute__((noinline)) void part_tile(size_t kc, const float* a, B b, __mmask16 m0,
+                                         __mmask16 m1, float* c, size_t ldc, float alpha,
+                                         float beta, const F32GemmTileEpilogue* ep) {
   __m512 r0[R], r1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
@@ -115,21 +168,19 @@ __attribute__((noinline)) void accumulate_part(size_t kc, const float* a, B b, _
     }
     a += kMr;
   }
-#pragma GCC unroll 14
-  for (int i = 0; i < R; ++i) acc0[i] = r0[i], acc1[i] = r1[i];
+  store_rows<R, V>(r0, r1, m0, m1, c, ldc, alpha, beta, ep);
 }
 
 template <class B>
-using AccumulatePartFn = void (*)(size_t, const float*, B, __mmask16, __mmask16, __m512 (&)[kMr],
-                                  __m512 (&)[kMr]);
+using PartTileFn = void (*)(size_t, const float*, B, __mmask16, __mmask16, float*, size_t, float,
+                            float, const F32GemmTileEpilogue*);
 // kRowsOf<B, v>[r - 1]: the first r rows, v vectors.
 template <class B, int V>
-constexpr AccumulatePartFn<B> kRowsOf[kMr] = {
-    accumulate_part<B, 1, V>,  accumulate_part<B, 2, V>,  accumulate_part<B, 3, V>,
-    accumulate_part<B, 4, V>,  accumulate_part<B, 5, V>,  accumulate_part<B, 6, V>,
-    accumulate_part<B, 7, V>,  accumulate_part<B, 8, V>,  accumulate_part<B, 9, V>,
-    accumulate_part<B, 10, V>, accumulate_part<B, 11, V>, accumulate_part<B, 12, V>,
-    accumulate_part<B, 13, V>, accumulate_part<B, 14, V>};
+constexpr PartTileFn<B> kRowsOf[kMr] = {
+    part_tile<B, 1, V>,  part_tile<B, 2, V>,  part_tile<B, 3, V>,  part_tile<B, 4, V>,
+    part_tile<B, 5, V>,  part_tile<B, 6, V>,  part_tile<B, 7, V>,  part_tile<B, 8, V>,
+    part_tile<B, 9, V>,  part_tile<B, 10, V>, part_tile<B, 11, V>, part_tile<B, 12, V>,
+    part_tile<B, 13, V>, part_tile<B, 14, V>};
 
 // Columns 0..C-1 of B against the A panel, one vector over the 14 rows per column: one FMA per
 // k and column, where a vector of 16 columns costs one per k and row. Even and odd k alternate
@@ -215,51 +266,18 @@ inline void prefetch_c_tile(float* c, size_t ldc, size_t rows, size_t cols) {
 template <class B>
 void vector_part(size_t rows, size_t cols, size_t kc, const float* a, B b, float* c, size_t ldc,
                  float alpha, float beta, const F32GemmTileEpilogue* ep) {
-  // Columns 0..15 and 16..31 that exist in C: every load and store below is masked to them.
+  prefetch_c_tile(c, ldc, rows, cols);
+  if (rows == kMr && cols == 32) {  // a whole tile: no masks in the K loop
+    full_tile(kc, a, b, c, ldc, alpha, beta, ep);
+    return;
+  }
+  // Columns 0..15 and 16..31 that exist in C: every load and store is masked to them.
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
                                               : cols <= 16 ? 0u
                                                            : (1u << (cols - 16)) - 1u);
-  __m512 acc0[kMr], acc1[kMr];
-  prefetch_c_tile(c, ldc, rows, cols);
-  if (rows == kMr && cols == 32)  // a whole tile: no masks in the K loop
-    accumulate_14x32_separately(kc, a, b, acc0, acc1);
-  else
-    (cols <= 16 ? kRowsOf<B, 1> : kRowsOf<B, 2>)[rows - 1](kc, a, b, m0, m1, acc0, acc1);
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
-  if (ep && ep->bias_col) {
-    col0 = _mm512_maskz_loadu_ps(m0, ep->bias_col);
-    col1 = _mm512_maskz_loadu_ps(m1, ep->bias_col + 16);
-  }
-  for (size_t i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
-    __m512 v0 = _mm512_mul_ps(va, acc0[i]), v1 = _mm512_mul_ps(va, acc1[i]);
-    if (beta != 0.0f) {
-      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), v0);
-      v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), v1);
-    }
-    if (ep) {
-      __m512 add0 = col0, add1 = col1;
-      if (ep->bias_row) {
-        const __m512 br = _mm512_set1_ps(ep->bias_row[i]);
-        add0 = _mm512_add_ps(add0, br);
-        add1 = _mm512_add_ps(add1, br);
-      }
-      v0 = _mm512_add_ps(v0, add0);
-      v1 = _mm512_add_ps(v1, add1);
-      if (ep->residual) {
-        const float* r = ep->residual + i * ep->ldr;
-        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, r));
-        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, r + 16));
-      }
-      const __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
-      v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
-      v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
-    }
-    _mm512_mask_storeu_ps(row, m0, v0);
-    _mm512_mask_storeu_ps(row + 16, m1, v1);
-  }
+  (cols <= 16 ? kRowsOf<B, 1> : kRowsOf<B, 2>)[rows - 1](kc, a, b, m0, m1, c, ldc, alpha, beta,
+                                                          ep);
 }
 
 // Any rows <= 14 and columns <= 32 of a tile. The columns past the last whole vector cost
@@ -319,43 +337,8 @@ void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, f
 void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
                                           size_t ldc, float alpha, float beta,
                                           const F32GemmTileEpilogue& ep) {
-  // The K loop inlined, as in the plain kernel: the accumulators go from the loop to the
-  // epilogue in registers (through a call they took 28 stores and 28 loads, 8% of a K = 16
-  // tile). The epilogue is unrolled over the rows, unmasked.
-  __m512 acc0[kMr], acc1[kMr];
   prefetch_c_tile(c, ldc, kMr, 32);
-  accumulate_14x32(kc, a, StridedRows{b, 32}, acc0, acc1);
-  const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
-#pragma GCC unroll 14
-  for (int i = 0; i < kMr; ++i) {
-    float* row = c + i * ldc;
-    __m512 v0 = acc0[i], v1 = acc1[i];
-    if (alpha != 1.0f) {
-      v0 = _mm512_mul_ps(_mm512_set1_ps(alpha), v0);
-      v1 = _mm512_mul_ps(_mm512_set1_ps(alpha), v1);
-    }
-    if (beta != 0.0f) {
-      v0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(row), v0);
-      v1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(row + 16), v1);
-    }
-    if (ep.bias_row) {
-      const __m512 br = _mm512_set1_ps(ep.bias_row[i]);
-      v0 = _mm512_add_ps(v0, br);
-      v1 = _mm512_add_ps(v1, br);
-    }
-    if (ep.bias_col) {
-      v0 = _mm512_add_ps(v0, _mm512_loadu_ps(ep.bias_col));
-      v1 = _mm512_add_ps(v1, _mm512_loadu_ps(ep.bias_col + 16));
-    }
-    if (ep.residual) {
-      const float* r = ep.residual + i * ep.ldr;
-      v0 = _mm512_add_ps(v0, _mm512_loadu_ps(r));
-      v1 = _mm512_add_ps(v1, _mm512_loadu_ps(r + 16));
-    }
-    // max / min return their second operand when either is NaN: NaN stays NaN.
-    _mm512_storeu_ps(row, _mm512_min_ps(hi, _mm512_max_ps(lo, v0)));
-    _mm512_storeu_ps(row + 16, _mm512_min_ps(hi, _mm512_max_ps(lo, v1)));
-  }
+  full_tile(kc, a, StridedRows{b, 32}, c, ldc, alpha, beta, &ep);
 }
 
 }  // namespace peregrine::cpu::avx512
