@@ -137,8 +137,9 @@ inline __attribute__((always_inline)) void store_rows(const __m512 (&acc0)[R],
 // together so the accumulators reach the epilogue in registers (through a call they took 28
 // stores and 28 loads, 8% of a K = 16 tile).
 template <class B>
-inline __attribute__((always_inline)) void full_tile(size_t kc, const float* a, B b, float* c, size_t ldc,
-                                         float alpha, float beta, const F32GemmTileEpilogue* ep) {
+inline __attribute__((always_inline)) void full_tile(size_t kc, const float* a, B b, float* c,
+                                                     size_t ldc, float alpha, float beta,
+                                                     const F32GemmTileEpilogue* ep) {
   __m512 acc0[kMr], acc1[kMr];
   accumulate_14x32(kc, a, b, acc0, acc1);
   store_rows<kMr, 2>(acc0, acc1, 0xFFFF, 0xFFFF, c, ldc, alpha, beta, ep);
@@ -148,9 +149,9 @@ inline __attribute__((always_inline)) void full_tile(size_t kc, const float* a, 
 // stride), K loop and epilogue in one call as in full_tile: a tile 4 columns wide costs half a
 // full one, not all of it.
 template <class B, int R, int V>
-__attribute__((noinline)) void part_tile(size_t kc, const float* a, B b, __mmask16 m0,
-                                         __mmask16 m1, float* c, size_t ldc, float alpha,
-                                         float beta, const F32GemmTileEpilogue* ep) {
+__attribute__((noinline)) void part_tile(size_t kc, const float* a, B b, __mmask16 m0, __mmask16 m1,
+                                         float* c, size_t ldc, float alpha, float beta,
+                                         const F32GemmTileEpilogue* ep) {
   __m512 r0[R], r1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) r0[i] = r1[i] = _mm512_setzero_ps();
@@ -276,8 +277,7 @@ void vector_part(size_t rows, size_t cols, size_t kc, const float* a, B b, float
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
                                               : cols <= 16 ? 0u
                                                            : (1u << (cols - 16)) - 1u);
-  (cols <= 16 ? kRowsOf<B, 1> : kRowsOf<B, 2>)[rows - 1](kc, a, b, m0, m1, c, ldc, alpha, beta,
-                                                          ep);
+  (cols <= 16 ? kRowsOf<B, 1> : kRowsOf<B, 2>)[rows - 1](kc, a, b, m0, m1, c, ldc, alpha, beta, ep);
 }
 
 // Any rows <= 14 and columns <= 32 of a tile. The columns past the last whole vector cost
