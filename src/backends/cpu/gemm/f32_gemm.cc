@@ -219,11 +219,13 @@ inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols
 // Relu (1 thread, Zen 4): M = 64 +3-16%, M = 128 +2-8%, M = 256 -2-0%, M = 512-2048 -4-+1%; on
 // MobileNetV2's: K = 144-192 with M = 24-32 +15-25%, K = 16-24 with M = 96-144 -5-10% (still
 // -7% on the widest, 16 x 112 x 112, with whole tiles on the unmasked K loop).
-// (Reading B in place at any depth for <= 32 rows measured -18% on MobileNetV2's 32 -> 16 1x1
-// conv at 112 x 112 with its input hot, but +10% in the model, where the input comes from L3:
-// 32 row streams there against packing's one.)
+// Up to kDirectBAnyDepthMaxRows rows, B is read in place at any depth: MobileNetV2's 32 -> 16
+// 1x1 conv at 112 x 112 (K = 32) 176 -> 149 us in the model at 1 thread, 99 -> 83 us at 2.
+// (This measured +10% in the model before the micro-kernel requested its C lines ahead and kept
+// its accumulators in registers for the epilogue: packing then hid more of the tile's cost.)
 constexpr int64_t kDirectBMaxRows = 192;
 constexpr int64_t kDirectBMinDepth = 64;
+constexpr int64_t kDirectBAnyDepthMaxRows = 32;
 
 // Largest operand packed whole (pack_a_whole, pack_b_whole), in floats (16 MiB): the buffer
 // stays with the calling thread, so a larger one (a batch of long sequences) keeps per-block
@@ -446,7 +448,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // copy each B element to feed only those few rows.
   const bool direct_b = kernel.partial_ukernel != nullptr && a.packed != nullptr &&
                         b.packed == nullptr && b.prepacked_b == nullptr && b.packer == nullptr &&
-                        b.view.cs == 1 && m <= kDirectBMaxRows && k >= kDirectBMinDepth;
+                        b.view.cs == 1 && m <= kDirectBMaxRows &&
+                        (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
 
   // Parts of M would each run the same packer over the same B columns (a 3x3 / 2 conv's
   // im2col, 20% of its time, twice at 2 threads): B is then packed once, whole, by all
