@@ -405,6 +405,32 @@ TEST(CpuDepthwiseConvC8, MatchesReference) {
   }
 }
 
+// An unknown PEREGRINE_DWCONV_ALGO is an error naming the variable when a conv is prepared,
+// not silently the rule.
+TEST(CpuDepthwiseConvC8, UnknownAlgoEnvIsAnError) {
+  const char *old = std::getenv("PEREGRINE_DWCONV_ALGO");
+  const std::string saved = old ? old : "";
+  setenv("PEREGRINE_DWCONV_ALGO", "c32", 1);
+  ir::Node node;
+  node.op_type = "Conv";
+  node.inputs = {"X", "W"};
+  node.outputs = {"Y"};
+  auto prepared = cpu::prepare_conv(node, {nullptr, nullptr}, cpu::FusedEpilogue{});
+  if (old)
+    setenv("PEREGRINE_DWCONV_ALGO", saved.c_str(), 1);
+  else
+    unsetenv("PEREGRINE_DWCONV_ALGO");
+  ASSERT_FALSE(prepared.is_ok());
+  EXPECT_NE(prepared.status().message().find("PEREGRINE_DWCONV_ALGO='c32'"), std::string::npos)
+      << prepared.status().message();
+  setenv("PEREGRINE_DWCONV_ALGO", "plane", 1);
+  EXPECT_TRUE(cpu::prepare_conv(node, {nullptr, nullptr}, cpu::FusedEpilogue{}).is_ok());
+  if (old)
+    setenv("PEREGRINE_DWCONV_ALGO", saved.c_str(), 1);
+  else
+    unsetenv("PEREGRINE_DWCONV_ALGO");
+}
+
 // The rule sends every MobileNetV2 depthwise layer to the c8 kernel (where the ISA has one), and
 // a Conv on such a shape reports it: the new path is what runs, not silently bypassed.
 TEST(CpuDepthwiseConvC8, RuleRoutesSmallPlanesToC8) {

@@ -483,6 +483,7 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor* w = constants.size() > 1 ? constants[1] : nullptr;
   PG_ASSIGN_OR_RETURN(ConvAlgoChoice algo, conv_algo_from_env());
+  PG_RETURN_IF_ERROR(check_dwconv_algo_env());
   PG_ASSIGN_OR_RETURN(std::vector<int64_t> strides, attrs.get_ints("strides", {}));
   PG_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, attrs.get_ints("dilations", {}));
   bool unit_steps = true;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
@@ -23,6 +24,15 @@ DwConvAlgo dwconv_algo_from_env() {
   if (std::strcmp(v, "plane") == 0) return DwConvAlgo::kPlane;
   if (std::strcmp(v, "c8") == 0) return DwConvAlgo::kC8;
   return DwConvAlgo::kAuto;
+}
+
+Status check_dwconv_algo_env() {
+  const char *v = std::getenv("PEREGRINE_DWCONV_ALGO");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0 || std::strcmp(v, "plane") == 0 ||
+      std::strcmp(v, "c8") == 0)
+    return Status::ok();
+  return invalid_input(std::string("PEREGRINE_DWCONV_ALGO='") + v +
+                       "': expected plane, c8 or auto");
 }
 
 // Measured on an AMD EPYC (Zen 3, 32 KiB L1d, 512 KiB L2), 1 thread, CPU time, median of 5

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
+#include "core/status.h"
 
 namespace peregrine::cpu {
 
@@ -29,6 +30,9 @@ enum class DwConvAlgo { kAuto, kPlane, kC8 };
 
 // kAuto, unless PEREGRINE_DWCONV_ALGO=plane|c8 forces one (benchmarks; c8 only where supported).
 DwConvAlgo dwconv_algo_from_env();
+// An error naming PEREGRINE_DWCONV_ALGO when it is set to anything but plane, c8 or auto
+// (checked when a conv is prepared, so a typo is not silently the rule).
+Status check_dwconv_algo_env();
 
 // The measured rule: true when the channel-blocked kernel beats the plane kernel on this geometry.
 bool use_dwconv2d_c8(const DwConv2dGeometry &g);
