@@ -312,26 +312,8 @@ void f32_gemm_indirect_ukernel_14x32__avx512(size_t rows, size_t cols, size_t kc
 
 void f32_gemm_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c, size_t ldc,
                                     float alpha, float beta) {
-  __m512 acc0[kMr], acc1[kMr];
   prefetch_c_tile(c, ldc, kMr, 32);
-  accumulate_14x32(kc, a, StridedRows{b, 32}, acc0, acc1);
-  const __m512 va = _mm512_set1_ps(alpha);
-  if (beta == 0.0f) {
-#pragma GCC unroll 14
-    for (int i = 0; i < kMr; ++i) {
-      _mm512_storeu_ps(c + i * ldc, _mm512_mul_ps(va, acc0[i]));
-      _mm512_storeu_ps(c + i * ldc + 16, _mm512_mul_ps(va, acc1[i]));
-    }
-  } else {
-    const __m512 vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 14
-    for (int i = 0; i < kMr; ++i) {
-      float* row = c + i * ldc;
-      _mm512_storeu_ps(row, _mm512_fmadd_ps(vb, _mm512_loadu_ps(row), _mm512_mul_ps(va, acc0[i])));
-      _mm512_storeu_ps(row + 16,
-                       _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16), _mm512_mul_ps(va, acc1[i])));
-    }
-  }
+  full_tile(kc, a, StridedRows{b, 32}, c, ldc, alpha, beta, nullptr);
 }
 
 void f32_gemm_fused_ukernel_14x32__avx512(size_t kc, const float* a, const float* b, float* c,
