@@ -1,7 +1,8 @@
 // Channel-blocked depthwise conv (ukernels/f32-dwconv2d-c8-avx2.cc, f32-dwconv2d-c16-avx512.cc,
-// kernels/conv_depthwise_chw.h):
-//   - the channel-blocked micro-kernel of every ISA level that has one (8 or 16 channels, and
-//     partial blocks of 1, 5 and 15 channels where it takes them) against a naive loop in double:
+// f32-dwconv2d-rows-avx512.cc, kernels/conv_depthwise_chw.h):
+//   - every block kernel of every ISA level that has one (8 or 16 channels, and partial blocks
+//     of 1, 5 and 15 channels where it takes them; the row-vector kernel on the cases it takes,
+//     at least ten) against a naive loop in double:
 //     widths around the 8-pixel blocks and the 4-pixel compute step (1, 3, 7, 8, 9, 13, 17, 127),
 //     3x3 / 5x5 / 1x3 / 3x1 / 2x4 / 7x7 kernels, strides 1..3 on either axis, pads 0..3 asymmetric,
 //     dilations, bias or none, residual, clamp, an epilogue, bands of output rows (rows outside
@@ -81,7 +82,8 @@ void halve_plus_one(float *c, size_t ldc, size_t rows, size_t cols, size_t, size
 std::vector<const cpu::DwConv2dUkernelInfo *> c8_kernels() {
   std::vector<const cpu::DwConv2dUkernelInfo *> out;
   for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
-    if (const auto *k = cpu::f32_dwconv2d_chw_ukernel_for(isa); k && k->c8) out.push_back(k);
+    for (const auto *k = cpu::f32_dwconv2d_chw_ukernel_for(isa); k; k = k->otherwise)
+      if (k->c8 && k->isa == isa) out.push_back(k);
   return out;
 }
 
@@ -99,7 +101,7 @@ void check_c8_block(const cpu::DwConv2dUkernelInfo &kernel, const Case &c, bool 
                std::to_string(oh_begin) + "," + std::to_string(oh_end) + ")");
   ASSERT_GE(g.out_h, 1);
   ASSERT_GE(g.out_w, 1);
-  ASSERT_TRUE(cpu::f32_dwconv2d_c8_supported(g));
+  ASSERT_TRUE(kernel.c8_supported(g));
   const int64_t in_plane = c.h * c.w, plane = g.out_h * g.out_w;
   // Input, residual and output end at a guard page: a read or write past the last plane faults.
   GuardedBuffer x(static_cast<size_t>(planes * in_plane)), z(static_cast<size_t>(planes * plane)),
@@ -124,7 +126,7 @@ void check_c8_block(const cpu::DwConv2dUkernelInfo &kernel, const Case &c, bool 
                          epilogue ? halve_plus_one : nullptr,
                          &unused,
                          channels};
-  const size_t scratch_n = static_cast<size_t>(cpu::f32_dwconv2d_c8_scratch_floats(g, lanes));
+  const size_t scratch_n = static_cast<size_t>(kernel.c8_scratch_floats(g, lanes));
   std::vector<float> scratch(scratch_n + 8);
   float *aligned = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(scratch.data()) + 31) &
                                              ~uintptr_t{31});
@@ -180,6 +182,11 @@ const std::vector<Case> &ukernel_cases() {
       {15, 23, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},
       {15, 23, 3, 3, 2, 2, 3, 2, 2, 2, 2, 2},
       {7, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+      // Padded rows of exactly 16 (the row-vector kernel's limit), 5x5 and 7x7 that fit one.
+      {14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {6, 14, 3, 3, 1, 1, 1, 1, 0, 2, 2, 0},
+      {9, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},
+      {8, 6, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3},
   };
   return cases;
 }
@@ -187,8 +194,12 @@ const std::vector<Case> &ukernel_cases() {
 TEST(CpuDwConvC8Ukernel, MatchesNaiveLoop) {
   const auto kernels = c8_kernels();
   if (kernels.empty()) GTEST_SKIP() << "no ISA level with a c8 kernel on this CPU";
-  for (const auto *kernel : kernels)
+  for (const auto *kernel : kernels) {
+    int supported = 0;
     for (const Case &c : ukernel_cases()) {
+      // The row-vector kernel takes stride 1 and padded rows of up to 16 only.
+      if (!kernel->c8_supported(geometry_of(c))) continue;
+      ++supported;
       const int64_t out_h = geometry_of(c).out_h;
       check_c8_block(*kernel, c, true, false, -kInf, kInf, false, 0, out_h);
       check_c8_block(*kernel, c, false, true, 0.0f, 6.0f, false, 0, out_h);
@@ -202,6 +213,8 @@ TEST(CpuDwConvC8Ukernel, MatchesNaiveLoop) {
         for (int64_t channels : {int64_t{1}, int64_t{5}, kernel->block_channels - 1})
           check_c8_block(*kernel, c, true, true, 0.0f, kInf, true, 0, out_h, channels);
     }
+    EXPECT_GE(supported, 10) << kernel->c8_name;
+  }
 }
 
 TEST(CpuDwConvC8Ukernel, NanPropagatesWithoutClamp) {
@@ -211,8 +224,7 @@ TEST(CpuDwConvC8Ukernel, NanPropagatesWithoutClamp) {
     const size_t lanes = size_t(kernel->block_channels);
     std::vector<float> x(lanes * 27, 1.0f), w(lanes * 9, 1.0f), y(lanes * 27, 0.0f);
     x[3 * 27 + 4] = std::numeric_limits<float>::quiet_NaN();  // channel 3, (0, 4)
-    std::vector<float> scratch(
-        size_t(cpu::f32_dwconv2d_c8_scratch_floats(g, kernel->block_channels)) + 8);
+    std::vector<float> scratch(size_t(kernel->c8_scratch_floats(g, kernel->block_channels)) + 8);
     float *aligned = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(scratch.data()) + 31) &
                                                ~uintptr_t{31});
     cpu::GemmEpilogue unused;
@@ -238,8 +250,9 @@ TEST(CpuDwConvC8Driver, MatchesNaiveLoopAtEveryIsa) {
       {1, 1, 1, {3, 17, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1}},
       {2, 8, 2, {7, 7, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}},  // multiplier 2: the plane kernel
       {1, 16, 1, {1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},
-      {1, 8, 1, {28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},  // 1 block: bands over threads
-      {1, 21, 1, {6, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}},  // wide: AVX-512 takes the AVX2 c8
+      {1, 8, 1, {28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},   // 1 block: bands over threads
+      {1, 21, 1, {6, 45, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}},   // wide: AVX-512 takes the AVX2 c8
+      {2, 19, 1, {14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}},  // AVX-512: the row-vector kernel
   };
   struct Act {
     cpu::Activation act;

@@ -84,11 +84,11 @@ const char *depthwise_chw(const DwConv2dUkernelInfo &isa_kernel, const Depthwise
   if (algo == DwConvAlgo::kAuto) algo = dwconv_algo_from_env();
   if (algo == DwConvAlgo::kAuto) algo = use_dwconv2d_c8(g) ? DwConvAlgo::kC8 : DwConvAlgo::kPlane;
   const int64_t lanes = kernel.block_channels;
-  const int64_t c8_floats = f32_dwconv2d_c8_scratch_floats(g, lanes);
+  const int64_t c8_floats = kernel.c8 ? kernel.c8_scratch_floats(g, lanes) : 0;
   // Channel blocks per image for the channel-blocked kernel; the channels past the last whole
   // block take a partial block where the kernel has them, else the plane kernel.
   const bool blocked = algo == DwConvAlgo::kC8 && kernel.c8 && multiplier == 1 &&
-                       f32_dwconv2d_c8_supported(g) && c8_floats <= kMaxScratchFloats;
+                       kernel.c8_supported(g) && c8_floats <= kMaxScratchFloats;
   const int64_t blocks = !blocked                ? 0
                          : kernel.partial_blocks ? (a.out_c + lanes - 1) / lanes
                                                  : a.out_c / lanes;

@@ -2,10 +2,11 @@
 // of ukernels/f32_dwconv2d_ukernels.h, the fused bias, residual and activation applied while the
 // output is hot. Two algorithms, chosen per layer by use_dwconv2d_c8():
 //   plane: the row-buffered per-plane kernel, one task per output plane;
-//   c8:    the channel-blocked kernel on blocks of 8 channels, or 16 with AVX-512 on planes up to
-//          28 wide (multiplier 1 and an ISA that has one), one task per (image, block[, band of
-//          output rows]); the last channels short of a block take a partial block where the
-//          kernel has them (AVX-512), else the plane kernel.
+//   c8:    a block kernel: the channel-blocked kernel on blocks of 8 channels, or with AVX-512
+//          16 on planes up to 28 wide and the row-vector kernel on 12-16-wide stride-1 planes
+//          (multiplier 1 and an ISA that has one), one task per (image, block[, band of output
+//          rows]); the last channels short of a block take a partial block where the kernel has
+//          them (AVX-512), else the plane kernel.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,8 @@
 //   avx2   (ukernels/f32-dwconv2d-chw-avx2.cc): 8 output columns per vector, 3x3 unrolled with
 //          the weights in registers, any other KH x KW through a tap loop.
 // and, where the ISA has one, a channel-blocked kernel on 8 or 16 planes at once (DwConv2dC8Block
-// below; avx2: ukernels/f32-dwconv2d-c8-avx2.cc, avx512: ukernels/f32-dwconv2d-c16-avx512.cc).
+// below; avx2: ukernels/f32-dwconv2d-c8-avx2.cc, avx512: ukernels/f32-dwconv2d-c16-avx512.cc and,
+// for small stride-1 planes, the row-vector kernel ukernels/f32-dwconv2d-rows-avx512.cc).
 //
 // Algorithm (row-buffered, memory-bound by design): each input row the plane needs is copied once
 // into a small per-thread scratch row, zero-padded left and right and split into stride_w phases
@@ -168,6 +169,35 @@ inline bool f32_dwconv2d_c8_supported(const DwConv2dGeometry &g) {
 using F32DwConv2dC8Fn = void (*)(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
                                  float *scratch);
 
+// ---------------------------------------------------------------------------------------------
+// Row-vector kernel (ukernels/f32-dwconv2d-rows-avx512.cc): the channel-blocked interface
+// (DwConv2dC8Block: up to 16 channels, bands, partial blocks) for small stride-1 planes whose
+// padded rows fit one vector of 16 (out_w + KW - 1 <= 16: MobileNet's 14x14 and 7x7 maps). Each
+// plane is copied into zero-padded rows of 16 floats; an output row is then one vector, and tap
+// (ky, kx) of it is padded row y + ky shifted down by kx lanes (one aligned load per ky, one
+// in-register shift per kx): no transposes, which cost the channel-blocked kernel more than its
+// taps on planes this small.
+constexpr int64_t kDwConv2dRowsLanes = 16;
+constexpr int64_t kDwConv2dRowsMaxKh = 16;
+
+// Output rows the kernel computes at once (the last step's extra rows read zero slack).
+constexpr int64_t kDwConv2dRowsPerStep = 4;
+// Floats of one padded plane for a band of `rows_out` output rows, with the slack.
+inline int64_t dwconv2d_rows_buffer_floats(const DwConv2dGeometry &g, int64_t rows_out) {
+  return (rows_out + g.kh - 1 + kDwConv2dRowsPerStep - 1) * kDwConv2dRowsLanes;
+}
+// Two padded planes (the one computed and the next one being copied) for the whole plane, and
+// a vector of slack to align them to 64 bytes.
+inline int64_t f32_dwconv2d_rows_scratch_floats(const DwConv2dGeometry &g, int64_t /*lanes*/) {
+  return 2 * dwconv2d_rows_buffer_floats(g, g.out_h) + kDwConv2dRowsLanes;
+}
+inline bool f32_dwconv2d_rows_supported(const DwConv2dGeometry &g) {
+  return g.kh >= 1 && g.kh <= kDwConv2dRowsMaxKh &&
+         (g.kw == 1 || g.kw == 3 || g.kw == 5 || g.kw == 7) && g.stride_h == 1 && g.stride_w == 1 &&
+         g.dil_h == 1 && g.dil_w == 1 && g.pad_t >= 0 && g.pad_l >= 0 && g.in_h >= 1 &&
+         g.in_w >= 1 && g.out_h >= 1 && g.out_w >= 1 && g.out_w + g.kw - 1 <= kDwConv2dRowsLanes;
+}
+
 struct DwConv2dUkernelInfo {
   Isa isa;
   const char *name;  // "f32_dwconv2d_chw__avx2"
@@ -176,22 +206,30 @@ struct DwConv2dUkernelInfo {
   F32DwConv2dC8Fn c8;      // the channel-blocked kernel, or nullptr where this ISA has none
   int64_t block_channels;  // channels per c8 call (and its scratch lanes): 8 or 16
   bool partial_blocks;     // c8 also takes a last block of fewer channels (DwConv2dC8Block)
-  // Planes with more input columns than max_in_w take `wide` instead (nullptr: none): the c16
-  // kernel's fixed work per call is what it saves, and on Zen 4 its 512-bit transposes cost
-  // more per element than two 256-bit ones, so on wide planes the c8 kernel is faster
-  // (MobileNetV2, 1 thread: 56 wide +10-20%, 28 equal, 14 and 7 wide -7-11%).
-  int64_t max_in_w;
-  const DwConv2dUkernelInfo *wide;
+  // The geometries c8 takes, and the scratch floats one call needs (for `block_channels` lanes).
+  bool (*c8_supported)(const DwConv2dGeometry &g);
+  int64_t (*c8_scratch_floats)(const DwConv2dGeometry &g, int64_t lanes);
+  // Where `preferred` is false for a plane, `otherwise` runs it (nullptr: this entry runs all).
+  // The AVX-512 chain: the row-vector kernel on stride-1 planes 12-16 output columns wide (its
+  // rule: f32-dwconv2d-chw-scalar.cc), else the c16 kernel on planes up to 28 wide, else the
+  // AVX2 c8 kernel (c16's fixed work per call is what it saves, and on Zen 4 its 512-bit
+  // transposes cost more per element than two 256-bit ones: MobileNetV2, 1 thread, c16 against
+  // c8: 56 wide +10-20%, 28 equal, 14 and 7 wide -7-11%).
+  bool (*preferred)(const DwConv2dGeometry &g);
+  const DwConv2dUkernelInfo *otherwise;
 };
 
-// The entry that runs planes of geometry g: k, or k.wide for wide planes.
+// The entry that runs planes of geometry g: k, or the first entry down its `otherwise` chain
+// that prefers g.
 inline const DwConv2dUkernelInfo &dwconv2d_ukernel_for_plane(const DwConv2dUkernelInfo &k,
                                                              const DwConv2dGeometry &g) {
-  return k.wide && g.in_w > k.max_in_w ? *k.wide : k;
+  const DwConv2dUkernelInfo *e = &k;
+  while (e->otherwise != nullptr && !e->preferred(g)) e = e->otherwise;
+  return *e;
 }
 
-// The kernel for `isa` (AVX-512: the AVX2 plane kernel and the c16 one), or nullptr when this CPU
-// cannot run it.
+// The kernel for `isa` (AVX-512: the AVX2 plane kernel and the head of the block kernels' chain),
+// or nullptr when this CPU cannot run it.
 const DwConv2dUkernelInfo *f32_dwconv2d_chw_ukernel_for(Isa isa);
 // The kernel for selected_isa() (the best level when PEREGRINE_ISA is invalid).
 const DwConv2dUkernelInfo &f32_dwconv2d_chw_ukernel();
@@ -206,6 +244,7 @@ void f32_dwconv2d_c8__avx2(const DwConv2dGeometry &g, const DwConv2dC8Block &b, 
 }  // namespace avx2
 namespace avx512 {
 void f32_dwconv2d_c16__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch);
+void f32_dwconv2d_rows__avx512(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch);
 }  // namespace avx512
 
 }  // namespace peregrine::cpu
