@@ -229,6 +229,7 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
         num_threads);
   }
   ex->output_views_.resize(graph.outputs.size());
+  ex->recycled_outputs_.resize(graph.outputs.size());
   return ex;
 }
 
@@ -411,8 +412,7 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
         if (t.raw() != dst.raw() || t.dtype() != dst.dtype() || t.shape() != dst.shape())
           t = Tensor::view(dst.dtype(), dst.shape(), dst.raw());
         kctx.bind_output(k, std::move(t), /*zero_fill=*/true);
-      } else if (step.graph_output[k] >= 0 &&
-                 static_cast<size_t>(step.graph_output[k]) < recycled_outputs_.size()) {
+      } else if (step.graph_output[k] >= 0) {
         // Last run's storage of this graph output, if the caller has released it and this
         // run's inferred type is static and the same.
         Tensor& last = recycled_outputs_[static_cast<size_t>(step.graph_output[k])];

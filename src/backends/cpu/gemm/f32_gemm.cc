@@ -111,11 +111,10 @@ void pack_a_block(const GemmKernelInfo& kernel, MatrixView a, int64_t i0, int64_
                           static_cast<size_t>(kc), dst);
       continue;
     }
-    if (a.cs == 1 && n == mr && (mr == 4 || mr == 6 || mr == 14)) {
+    if (a.cs == 1 && n == mr && (mr == 4 || mr == 6)) {  // MR 14: kernel.pack_a_panel
       const float* src = a.data + (i0 + ir) * a.rs + p0;
       if (mr == 4) pack_a_panel<4>(src, a.rs, kc, dst);
       if (mr == 6) pack_a_panel<6>(src, a.rs, kc, dst);
-      if (mr == 14) pack_a_panel<14>(src, a.rs, kc, dst);
       continue;
     }
     if (a.cs != 1) {
