@@ -5,7 +5,7 @@ set -euo pipefail
 
 # chromium: tests/lab/test_report.py renders the profile report headless.
 APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache libsqlite3-dev chromium)
-PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.23.2)
+PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.32.0 openvino==2026.4.1)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -3,40 +3,14 @@
 #include <limits>
 
 #include "backends/cpu/cpu_features.h"
-#include "backends/cpu/kernels/attention.h"
-#include "backends/cpu/kernels/copy_ops.h"
-#include "backends/cpu/kernels/vector_ops.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/reference/reference_backend.h"
 #include "ops/op_schema.h"
 
 namespace peregrine {
 
-namespace {
-
-bool is_float32_or_unknown(const ir::ValueType& t) {
-  return t.kind == ir::ValueType::Kind::kUnknown ||
-         (t.is_tensor() && (t.dtype == DType::kFloat32 || t.dtype == DType::kUndefined));
-}
-
-}  // namespace
-
 bool CpuBackend::supports(const ir::Node& node) const {
-  // Vector ops (kernels/vector_ops.h): elementwise, Softmax, LayerNormalization, pooling.
-  if (cpu::claims_vector_op(node)) return true;
-  // Layout (-O3, layout_nhwc pass): conv on NHWC activations (kernels/conv_nhwc.cc) and the
-  // NCHW <-> NHWC transposes at a chain's edges (kernels/transpose_nchw_nhwc.cc).
-  if (node.domain == kPeregrineDomain && node.op_type == "ConvNhwc") return true;
-  if (cpu::is_nchw_nhwc_transpose(node)) return true;
-  // Data movement, any dtype (kernels/copy_ops.h): Concat, Split, Resize nearest, Transpose.
-  if (cpu::claims_copy_op(node)) return true;
-  // Fused attention (kernels/attention.h).
-  if (node.domain == kPeregrineDomain && node.op_type == "Attention") return true;
-  if (node.domain == kPeregrineDomain)
-    return node.op_type == "FusedMatMul" || node.op_type == "FusedGemm" ||
-           node.op_type == "FusedConv";
-  if (!node.domain.empty() && node.domain != "ai.onnx") return false;
-  return node.op_type == "MatMul" || node.op_type == "Gemm" || node.op_type == "Conv" ||
-         node.op_type == "ConvTranspose";
+  return cpu::find_cpu_kernel(node) != nullptr;
 }
 
 Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare(
@@ -49,32 +23,19 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
     const ir::Node& node, const std::vector<ir::ValueType>& input_types,
     const std::vector<const Tensor*>& constant_inputs) const {
   PG_RETURN_IF_ERROR(cpu::selected_isa().status());
-  // Copies do not care about the dtype (kernels/copy_ops.h).
-  if (cpu::claims_copy_op(node)) return cpu::prepare_copy_op(node);
-  // A statically known non-float32 operand goes to the reference kernel right away.
-  for (const auto& t : input_types)
-    if (!is_float32_or_unknown(t)) return reference_backend().prepare(node, input_types);
+  // The table (kernel_table.cc) decides; a statically known dtype no row takes goes to the
+  // reference kernel right away.
+  const cpu::CpuKernelEntry* entry = cpu::find_cpu_kernel(node, &input_types);
+  if (!entry) {
+    if (cpu::find_cpu_kernel(node)) return reference_backend().prepare(node, input_types);
+    return unsupported(node.describe() + ": the cpu backend has no kernel for this op");
+  }
   std::vector<const Tensor*> constants = constant_inputs;
   constants.resize(node.inputs.size(), nullptr);
   for (const Tensor*& c : constants)
     if (c && c->dtype() != DType::kFloat32) c = nullptr;
-  // Vector ops (kernels/vector_ops.h): elementwise, Softmax, LayerNormalization, pooling.
-  if (cpu::claims_vector_op(node)) return cpu::prepare_vector_op(node);
-  // Fused attention (kernels/attention.h).
-  if (node.domain == kPeregrineDomain && node.op_type == "Attention")
-    return cpu::prepare_attention(node);
   PG_ASSIGN_OR_RETURN(cpu::FusedEpilogue fused, cpu::read_fused_epilogue(node));
-  // Layout (-O3): NHWC conv and the NCHW <-> NHWC transposes.
-  if (node.op_type == "ConvNhwc") return cpu::prepare_conv_nhwc(node, constants, fused);
-  if (cpu::is_nchw_nhwc_transpose(node)) return cpu::prepare_transpose_nchw_nhwc(node);
-  if (node.op_type == "MatMul" || node.op_type == "FusedMatMul")
-    return cpu::prepare_matmul(node, constants, fused);
-  if (node.op_type == "Gemm" || node.op_type == "FusedGemm")
-    return cpu::prepare_gemm(node, constants, fused);
-  if (node.op_type == "Conv" || node.op_type == "FusedConv")
-    return cpu::prepare_conv(node, constants, fused);
-  if (node.op_type == "ConvTranspose") return cpu::prepare_conv_transpose(node, constants);
-  return unsupported(node.describe() + ": the cpu backend has no kernel for this op");
+  return entry->prepare(cpu::CpuPrepareArgs{node, constants, fused});
 }
 
 const CpuBackend& cpu_backend() {

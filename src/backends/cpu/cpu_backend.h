@@ -1,8 +1,6 @@
-// The optimized CPU backend: claims the nodes it runs fast (float32 MatMul, Gemm, 2-D Conv
-// and ConvTranspose, and their fused forms peregrine.FusedMatMul / FusedGemm / FusedConv, whose
-// activation and residual Z become the GEMM epilogue); every other op falls back to the reference
-// backend. Kernels for a dtype or rank they do not handle delegate to the reference kernel of the
-// same op at run time.
+// The optimized CPU backend: claims the nodes its kernel table (kernel_table.h) lists; every
+// other op falls back to the reference backend. Kernels for a dtype or rank they do not handle
+// delegate to the reference kernel of the same op at run time.
 #pragma once
 
 #include <memory>

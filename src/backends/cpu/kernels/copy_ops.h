@@ -3,8 +3,9 @@
 //   kernels/resize_nearest.cc  Resize mode=nearest on the two trailing axes of a 4-D tensor
 //   kernels/transpose.cc       Transpose, every perm but the NCHW <-> NHWC pair of
 //                              kernels/transpose_nchw_nhwc.cc
-// They are claimed before the CPU backend's float32-only check (dtype does not matter to a
-// copy); a case a kernel does not handle at run time runs the reference kernel.
+//   kernels/data_movement.cc   Slice, Pad, Tile, Expand, Gather (kernels/index_map_copy.h)
+// The kernel table lets them take any dtype; a case a kernel does not handle at run time runs
+// the reference kernel.
 #pragma once
 
 #include <memory>
@@ -20,15 +21,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_resize_nearest(const ir::Node&
 bool claims_transpose(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_transpose(const ir::Node& node);
 
-inline bool claims_copy_op(const ir::Node& node) {
-  return claims_concat_split(node) || claims_resize_nearest(node) || claims_transpose(node);
-}
-
-inline Expected<std::unique_ptr<PreparedKernel>> prepare_copy_op(const ir::Node& node) {
-  if (claims_concat_split(node)) return prepare_concat_split(node);
-  if (claims_resize_nearest(node)) return prepare_resize_nearest(node);
-  return prepare_transpose(node);
-}
+// Slice, Pad, Tile, Expand, Gather as coordinate maps (kernels/data_movement.cc).
+bool claims_map_copy(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_map_copy(const ir::Node& node);
 
 // Bytes per thread-pool task for the copy kernels (kElementsPerTask float32 elements).
 inline constexpr int64_t kCopyBytesPerTask = 16384 * 4;

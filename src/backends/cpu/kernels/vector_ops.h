@@ -6,6 +6,9 @@
 //                                 peregrine.RMSNormalization
 //   kernels/elementwise_chain.cc  peregrine.ElementwiseChain (a fused elementwise program)
 //   kernels/pool.cc               2-D MaxPool / AveragePool, GlobalAveragePool, GlobalMaxPool
+//   kernels/reduce.cc             Reduce* over any axes
+//   kernels/elementwise_map.cc    the other unary maps, Pow Max Min PRelu, comparisons, Where
+// Which node runs which kernel: kernel_table.cc.
 // claims_*() looks only at the node (op, domain, static attributes); at run time a kernel that
 // meets a case it does not handle (another dtype, rank, an Indices output) runs the reference.
 #pragma once
@@ -25,17 +28,13 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_pool(const ir::Node& node);
 bool claims_elementwise_chain(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_chain(const ir::Node& node);
 
-inline bool claims_vector_op(const ir::Node& node) {
-  return claims_elementwise(node) || claims_softmax_layernorm(node) || claims_pool(node) ||
-         claims_elementwise_chain(node);
-}
-
-inline Expected<std::unique_ptr<PreparedKernel>> prepare_vector_op(const ir::Node& node) {
-  if (claims_elementwise(node)) return prepare_elementwise(node);
-  if (claims_softmax_layernorm(node)) return prepare_softmax_layernorm(node);
-  if (claims_elementwise_chain(node)) return prepare_elementwise_chain(node);
-  return prepare_pool(node);
-}
+// Reductions (kernels/reduce.cc).
+bool claims_reduce(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_reduce(const ir::Node& node);
+// Unary maps with parameters, Pow / Max / Min / PRelu, comparisons, logic and Where, with
+// broadcasting (kernels/elementwise_map.cc).
+bool claims_elementwise_map(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node& node);
 
 // Elements per thread-pool task for streaming kernels: big enough to amortize a task claim,
 // small enough to balance a few threads over one activation tensor.

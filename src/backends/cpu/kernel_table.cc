@@ -1,0 +1,200 @@
+#include "backends/cpu/kernel_table.h"
+
+#include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/copy_ops.h"
+#include "backends/cpu/kernels/vector_ops.h"
+#include "importer/onnx/onnx_importer.h"
+#include "ops/op_schema.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+constexpr int kMax = kMaxOnnxOpset;
+
+// Adapters from the families' prepare functions to the table's signature.
+Expected<std::unique_ptr<PreparedKernel>> elementwise(const CpuPrepareArgs& a) {
+  return prepare_elementwise(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> softmax_layernorm(const CpuPrepareArgs& a) {
+  return prepare_softmax_layernorm(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> pool(const CpuPrepareArgs& a) {
+  return prepare_pool(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> chain(const CpuPrepareArgs& a) {
+  return prepare_elementwise_chain(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> reduce(const CpuPrepareArgs& a) {
+  return prepare_reduce(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> elementwise_map(const CpuPrepareArgs& a) {
+  return prepare_elementwise_map(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> concat_split(const CpuPrepareArgs& a) {
+  return prepare_concat_split(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> resize_nearest(const CpuPrepareArgs& a) {
+  return prepare_resize_nearest(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> transpose(const CpuPrepareArgs& a) {
+  return prepare_transpose(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> transpose_nchw_nhwc(const CpuPrepareArgs& a) {
+  return prepare_transpose_nchw_nhwc(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> map_copy(const CpuPrepareArgs& a) {
+  return prepare_map_copy(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> attention(const CpuPrepareArgs& a) {
+  return prepare_attention(a.node);
+}
+Expected<std::unique_ptr<PreparedKernel>> matmul(const CpuPrepareArgs& a) {
+  return prepare_matmul(a.node, a.constants, a.fused);
+}
+Expected<std::unique_ptr<PreparedKernel>> gemm(const CpuPrepareArgs& a) {
+  return prepare_gemm(a.node, a.constants, a.fused);
+}
+Expected<std::unique_ptr<PreparedKernel>> conv(const CpuPrepareArgs& a) {
+  return prepare_conv(a.node, a.constants, a.fused);
+}
+Expected<std::unique_ptr<PreparedKernel>> conv_nhwc(const CpuPrepareArgs& a) {
+  return prepare_conv_nhwc(a.node, a.constants, a.fused);
+}
+Expected<std::unique_ptr<PreparedKernel>> conv_transpose(const CpuPrepareArgs& a) {
+  return prepare_conv_transpose(a.node, a.constants);
+}
+
+using R = DTypeRule;
+constexpr std::string_view kPg = "peregrine";
+
+// clang-format off
+const CpuKernelEntry kCpuKernels[] = {
+  // GEMM family: packed weights, fused epilogues (kernels/matmul.cc, conv*.cc).
+  {"",  "MatMul",        1, kMax, R::kFloat32, nullptr, matmul, "kernels/matmul.cc"},
+  {"",  "Gemm",          1, kMax, R::kFloat32, nullptr, gemm, "kernels/matmul.cc"},
+  {kPg, "FusedMatMul",   1, 1,    R::kFloat32, nullptr, matmul, "kernels/matmul.cc"},
+  {kPg, "FusedGemm",     1, 1,    R::kFloat32, nullptr, gemm, "kernels/matmul.cc"},
+  {"",  "Conv",          1, kMax, R::kFloat32, nullptr, conv, "kernels/conv.cc"},
+  {kPg, "FusedConv",     1, 1,    R::kFloat32, nullptr, conv, "kernels/conv.cc"},
+  {kPg, "ConvNhwc",      1, 1,    R::kFloat32, nullptr, conv_nhwc, "kernels/conv_nhwc.cc"},
+  {"",  "ConvTranspose", 1, kMax, R::kFloat32, nullptr, conv_transpose, "kernels/conv_transpose.cc"},
+  {kPg, "Attention",     1, 1,    R::kFloat32, nullptr, attention, "kernels/attention.cc"},
+  // Elementwise on the vector micro-kernels (kernels/elementwise.cc).
+  {"",  "Relu",          1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Sigmoid",       1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Tanh",          1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Erf",           1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Exp",           1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Gelu",          1, kMax, R::kFloat32, claims_elementwise, elementwise, "kernels/elementwise.cc"},
+  {kPg, "Gelu",          1, 1,    R::kFloat32, claims_elementwise, elementwise, "kernels/elementwise.cc"},
+  {"",  "Add",           1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Sub",           1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Mul",           1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {"",  "Div",           1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
+  {kPg, "ElementwiseChain", 1, 1, R::kFloat32, nullptr, chain, "kernels/elementwise_chain.cc"},
+  // Elementwise maps, comparisons and selects with broadcasting (kernels/elementwise_map.cc).
+  {"",  "Neg",           1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Abs",           1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Sqrt",          1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Reciprocal",    1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Floor",         1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Ceil",          1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Log",           1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Softplus",      1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Softsign",      1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Mish",          1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "HardSigmoid",   6, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "HardSwish",     1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "LeakyRelu",     6, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Elu",           6, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Selu",          6, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Celu",          1, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Clip",          6, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Pow",           7, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Max",           8, kMax, R::kFloat32, claims_elementwise_map, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Min",           8, kMax, R::kFloat32, claims_elementwise_map, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "PRelu",         7, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Equal",         7, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Less",          7, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "LessOrEqual",   12, kMax, R::kAny,    nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Greater",       7, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "GreaterOrEqual", 12, kMax, R::kAny,   nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "And",           7, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Or",            7, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Not",           1, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "Where",         9, kMax, R::kAny,     nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  // Rows: Softmax, LayerNorm, RMSNorm (kernels/softmax_layernorm.cc).
+  {"",  "Softmax",       1, kMax, R::kFloat32, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
+  {"",  "LayerNormalization", 1, kMax, R::kFloat32Data, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
+  {kPg, "LayerNormalization", 1, 1, R::kFloat32Data, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
+  {kPg, "RMSNormalization", 1, 1, R::kFloat32Data, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
+  // Pooling, 2-D windows and global (kernels/pool.cc).
+  {"",  "MaxPool",       1, kMax, R::kFloat32, claims_pool, pool, "kernels/pool.cc"},
+  {"",  "AveragePool",   1, kMax, R::kFloat32, claims_pool, pool, "kernels/pool.cc"},
+  {"",  "GlobalAveragePool", 1, kMax, R::kFloat32, nullptr, pool, "kernels/pool.cc"},
+  {"",  "GlobalMaxPool", 1, kMax, R::kFloat32, nullptr, pool, "kernels/pool.cc"},
+  // Reductions over any axes (kernels/reduce.cc).
+  {"",  "ReduceSum",     1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceMean",    1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceMax",     1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceMin",     1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceProd",    1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceL1",      1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceL2",      1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceSumSquare", 1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  {"",  "ReduceLogSum",  1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  // Data movement, any dtype (kernels/concat_split.cc, transpose*.cc, resize_nearest.cc,
+  // data_movement.cc on the copy engine of index_map_copy.h).
+  {"",  "Transpose",     1, kMax, R::kFloat32, is_nchw_nhwc_transpose, transpose_nchw_nhwc, "kernels/transpose_nchw_nhwc.cc"},
+  {"",  "Transpose",     1, kMax, R::kAny,     nullptr, transpose, "kernels/transpose.cc"},
+  {"",  "Concat",        1, kMax, R::kAny,     nullptr, concat_split, "kernels/concat_split.cc"},
+  {"",  "Split",         1, kMax, R::kAny,     nullptr, concat_split, "kernels/concat_split.cc"},
+  {"",  "Resize",        10, kMax, R::kAny,    claims_resize_nearest, resize_nearest, "kernels/resize_nearest.cc"},
+  {"",  "Slice",         1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
+  {"",  "Pad",           1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
+  {"",  "Tile",          6, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
+  {"",  "Expand",        8, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
+  {"",  "Gather",        1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
+};
+// clang-format on
+
+bool float32_or_unknown(const ir::ValueType& t) {
+  return t.kind == ir::ValueType::Kind::kUnknown ||
+         (t.is_tensor() && (t.dtype == DType::kFloat32 || t.dtype == DType::kUndefined));
+}
+
+bool dtypes_meet(DTypeRule rule, const std::vector<ir::ValueType>& types) {
+  switch (rule) {
+    case DTypeRule::kAny: return true;
+    case DTypeRule::kFloat32Data: return types.empty() || float32_or_unknown(types[0]);
+    case DTypeRule::kFloat32: break;
+  }
+  for (const ir::ValueType& t : types)
+    if (!float32_or_unknown(t)) return false;
+  return true;
+}
+
+bool domain_matches(std::string_view row, const std::string& node) {
+  if (row.empty()) return node.empty() || node == "ai.onnx";
+  return node == row;
+}
+
+}  // namespace
+
+std::span<const CpuKernelEntry> cpu_kernel_table() { return kCpuKernels; }
+
+const CpuKernelEntry* find_cpu_kernel(const ir::Node& node,
+                                      const std::vector<ir::ValueType>* input_types) {
+  for (const CpuKernelEntry& e : kCpuKernels) {
+    if (e.op != node.op_type || !domain_matches(e.domain, node.domain)) continue;
+    const int opset = node.domain.empty() || node.domain == "ai.onnx" ? node.opset : 1;
+    if (opset < e.min_opset || opset > e.max_opset) continue;
+    if (e.claim && !e.claim(node)) continue;
+    if (input_types && !dtypes_meet(e.dtypes, *input_types)) continue;
+    return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace peregrine::cpu

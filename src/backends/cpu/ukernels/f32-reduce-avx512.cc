@@ -1,0 +1,10 @@
+// f32 reductions compiled for AVX512 (f32_reduce_impl.h; contract: f32_reduce_ukernels.h).
+#include <cmath>
+#include <cstddef>
+
+#include "backends/cpu/ukernels/f32_reduce_ukernels.h"
+
+namespace peregrine::cpu::avx512 {
+#include "backends/cpu/ukernels/f32_reduce_impl.h"
+PG_REDUCE_DEFINE(avx512)
+}  // namespace peregrine::cpu::avx512
