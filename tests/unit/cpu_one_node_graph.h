@@ -52,7 +52,7 @@ struct OneNodeGraph {
       node->inputs.push_back(name);
       if (name.empty()) continue;  // an omitted optional input
       ir::Value& v = graph.value(name);
-      v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
+      v.type = ir::ValueType::tensor(t.dtype(), t.shape());
       if (constant[i]) {
         v.initializer = t;
       } else {

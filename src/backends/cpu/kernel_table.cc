@@ -37,6 +37,9 @@ Expected<std::unique_ptr<PreparedKernel>> concat_split(const CpuPrepareArgs& a) 
 Expected<std::unique_ptr<PreparedKernel>> resize_nearest(const CpuPrepareArgs& a) {
   return prepare_resize_nearest(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> resize_linear(const CpuPrepareArgs& a) {
+  return prepare_resize_linear(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> transpose(const CpuPrepareArgs& a) {
   return prepare_transpose(a.node);
 }
@@ -151,6 +154,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "Concat",        1, kMax, R::kAny,     nullptr, concat_split, "kernels/concat_split.cc"},
   {"",  "Split",         1, kMax, R::kAny,     nullptr, concat_split, "kernels/concat_split.cc"},
   {"",  "Resize",        10, kMax, R::kAny,    claims_resize_nearest, resize_nearest, "kernels/resize_nearest.cc"},
+  {"",  "Resize",        11, kMax, R::kFloat32Data, claims_resize_linear, resize_linear, "kernels/resize_linear.cc"},
   {"",  "Slice",         1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
   {"",  "Pad",           1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
   {"",  "Tile",          6, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},

@@ -67,7 +67,6 @@ bool map_op_of(const ir::Node& node, MapOp* op) {
 
 bool is_unary_f32(MapOp op) { return op <= MapOp::kClip; }
 bool is_binary_f32(MapOp op) { return op >= MapOp::kPow && op <= MapOp::kPRelu; }
-bool is_compare(MapOp op) { return op >= MapOp::kEqual && op <= MapOp::kGreaterOrEqual; }
 
 // ---- broadcasting over up to three operands -------------------------------------------------
 

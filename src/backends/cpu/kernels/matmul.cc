@@ -29,6 +29,20 @@ const float* column_bias(const KernelContext& ctx, const FusedEpilogue& fused, i
   return z.data<float>();
 }
 
+// The Z input of a fused MatMul when its last two dims are (M, N) and its batch dims broadcast
+// to the output's (rank <= the output's). nullptr otherwise.
+const Tensor* matrix_broadcast_z(const KernelContext& ctx, const FusedEpilogue& fused,
+                                 const Tensor& out, int64_t m, int64_t n) {
+  if (fused.z_input < 0 || !ctx.has_input(static_cast<size_t>(fused.z_input))) return nullptr;
+  const Tensor& z = ctx.input(static_cast<size_t>(fused.z_input));
+  if (z.dtype() != DType::kFloat32 || z.rank() < 2 || z.rank() > out.rank()) return nullptr;
+  if (z.dim(z.rank() - 2) != m || z.dim(z.rank() - 1) != n) return nullptr;
+  const int64_t lead = out.rank() - z.rank();
+  for (int64_t d = 0; d + 2 < z.rank(); ++d)
+    if (z.dim(d) != 1 && z.dim(d) != out.dim(d + lead)) return nullptr;
+  return &z;
+}
+
 // MatMul: numpy semantics. A 2-D constant B is packed once; the batch dims of A then fold
 // into M (A is contiguous), giving one GEMM of (batch * M, K) x (K, N).
 class MatMulKernel : public PreparedKernel {
@@ -65,7 +79,10 @@ class MatMulKernel : public PreparedKernel {
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, out, &broadcast_z);
     const float* bias = broadcast_z ? column_bias(ctx, fused_, n) : nullptr;
-    if (broadcast_z && bias == nullptr) return run_reference_on_b(ctx);
+    // Z with full (M, N) matrices broadcast over the batch (Swin's relative position bias, an
+    // attention mask): each product's residual is Z's matrix at its batch index.
+    const Tensor* batch_z = broadcast_z && !bias ? matrix_broadcast_z(ctx, fused_, out, m, n) : nullptr;
+    if (broadcast_z && !bias && !batch_z) return run_reference_on_b(ctx);
     const float* pz = z ? z->data<float>() : nullptr;
     GemmEpilogue ep = activation_epilogue(fused_);
     ep.ldr = n;
@@ -74,7 +91,8 @@ class MatMulKernel : public PreparedKernel {
       ep.bias = bias;
     }
     const int threads = ctx.num_threads();
-    if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n) {
+    if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n &&
+        !batch_z) {
       const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M
       if (k > 0 && f32_gemv_applies(gemm_, rows, *packed_b_)) {  // small M: B read once, no packing
         f32_gemv(gemm_, rows, n, k, a.data<float>(), k, *packed_b_, po, n, 1.0f, 0.0f,
@@ -91,11 +109,21 @@ class MatMulKernel : public PreparedKernel {
     int64_t batches = 1;
     for (int64_t d : batch_out) batches *= d;
     BroadcastIndexer index_a(batch_a, batch_out), index_b(batch_b, batch_out);
-    if (packed_b_) return run_reference_on_b(ctx);  // a packed B that no longer fits A
+    Shape batch_zs;
+    if (batch_z) batch_zs.assign(batch_z->shape().begin(), batch_z->shape().end() - 2);
+    BroadcastIndexer index_z(batch_zs, batch_out);
+    if (packed_b_ && !batch_z) return run_reference_on_b(ctx);  // a packed B that no longer fits A
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
+    const float* pzb = batch_z ? batch_z->data<float>() : nullptr;
     auto one = [&](int64_t batch, int gemm_threads) {
-      const GemmEpilogue e = with_residual(ep, pz ? pz + batch * m * n : nullptr);
+      const float* zb = pz ? pz + batch * m * n : pzb ? pzb + index_z(batch) * m * n : nullptr;
+      const GemmEpilogue e = with_residual(ep, zb);
+      if (packed_b_) {  // a constant 2-D B with a batch-broadcast Z
+        f32_gemm(gemm_, m, n, k, GemmOperand::of(pa + index_a(batch) * m * k, k, 1),
+                 GemmOperand::of(*packed_b_), po + batch * m * n, n, 1.0f, 0.0f, e, gemm_threads);
+        return;
+      }
       f32_gemm(gemm_, m, n, k, GemmOperand::of(pa + index_a(batch) * m * k, k, 1),
                GemmOperand::of(pb + index_b(batch) * k * n, n, 1), po + batch * m * n, n, 1.0f,
                0.0f, e, gemm_threads);

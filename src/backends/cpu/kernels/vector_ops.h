@@ -31,6 +31,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_chain(const ir::No
 // Reductions (kernels/reduce.cc).
 bool claims_reduce(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_reduce(const ir::Node& node);
+// Resize mode=linear on the two trailing axes of a 4-D tensor (kernels/resize_linear.cc).
+bool claims_resize_linear(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_resize_linear(const ir::Node& node);
 // Unary maps with parameters, Pow / Max / Min / PRelu, comparisons, logic and Where, with
 // broadcasting (kernels/elementwise_map.cc).
 bool claims_elementwise_map(const ir::Node& node);

@@ -1,0 +1,368 @@
+// The CPU backend's general kernels against the reference backend through the executor (1..3
+// threads, odd shapes): reductions (kernels/reduce.cc, and their micro-kernels at every ISA
+// level this machine has, with a guard page after each buffer), the coordinate-map copies
+// (kernels/data_movement.cc: Slice, Pad, Tile, Expand, Gather on several dtypes), the
+// elementwise maps, comparisons and Where (kernels/elementwise_map.cc), bilinear Resize
+// (kernels/resize_linear.cc), batched MatMul with a batch-broadcast residual, and the kernel
+// table's dtype rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_table.h"
+#include "backends/cpu/ukernels/f32_reduce_ukernels.h"
+#include "cpu_one_node_graph.h"
+#include "cpu_test_util.h"
+
+namespace peregrine::cpu {
+namespace {
+
+using testing::compare_with_reference;
+using testing::float_attr;
+using testing::GuardedBuffer;
+using testing::int_attr;
+using testing::ints_attr;
+using testing::OneNodeGraph;
+using testing::random_floats;
+using testing::random_tensor;
+using testing::string_attr;
+
+Tensor i64(std::vector<int64_t> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return Tensor::from_vector<int64_t>(v, {n});
+}
+
+// Runs `g` on the reference and on the CPU backend at 1..3 threads; the outputs must be equal
+// byte for byte (copies and comparisons are exact) and the kernel name must start with `prefix`.
+void compare_exact(OneNodeGraph& g, const std::string& prefix) {
+  Tensor want = g.run(reference_backend(), 1, nullptr);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    std::string kernel;
+    Tensor got = g.run(cpu_backend(), threads, &kernel);
+    EXPECT_EQ(kernel.rfind(prefix, 0), 0u) << kernel;
+    ASSERT_EQ(got.shape(), want.shape());
+    ASSERT_EQ(got.dtype(), want.dtype());
+    ASSERT_EQ(got.nbytes(), want.nbytes());
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0);
+  }
+}
+
+// ---- reductions -----------------------------------------------------------------------------
+
+std::vector<const ReduceUkernels*> reduce_tables() {
+  std::vector<const ReduceUkernels*> t;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (const ReduceUkernels* k = reduce_ukernels_for(isa)) t.push_back(k);
+  return t;
+}
+
+double naive_fold(ReduceOp op, const float* x, size_t n) {
+  double acc = op == ReduceOp::kMax   ? -INFINITY
+               : op == ReduceOp::kMin ? INFINITY
+               : op == ReduceOp::kProd ? 1.0
+                                       : 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    switch (op) {
+      case ReduceOp::kSum: acc += v; break;
+      case ReduceOp::kSumAbs: acc += std::fabs(v); break;
+      case ReduceOp::kSumSquare: acc += v * v; break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kProd: acc *= v; break;
+    }
+  }
+  return acc;
+}
+
+const ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kSumAbs, ReduceOp::kSumSquare,
+                                  ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProd};
+
+TEST(ReduceUkernels, RowAndAccumulateMatchNaiveLoopsAtEveryIsa) {
+  for (const ReduceUkernels* uk : reduce_tables()) {
+    SCOPED_TRACE(isa_name(uk->isa));
+    for (size_t n : {0, 1, 7, 15, 16, 17, 63, 64, 65, 127, 1000}) {
+      for (ReduceOp op : kAllReduceOps) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " op=" + std::to_string(static_cast<int>(op)));
+        // Products of many values in [-1, 1] underflow: keep them near 1.
+        const float lo = op == ReduceOp::kProd ? 0.9f : -1.0f;
+        const float hi = op == ReduceOp::kProd ? 1.1f : 1.0f;
+        GuardedBuffer x(std::max<size_t>(n, 1));
+        std::vector<float> v = random_floats(n, 7 + static_cast<uint32_t>(n), lo, hi);
+        std::copy(v.begin(), v.end(), x.data());
+        const double want = naive_fold(op, x.data(), n);
+        const float got = uk->row(op, x.data(), n);
+        if (n == 0)
+          EXPECT_EQ(got, reduce_identity(op));
+        else
+          EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::fabs(want)));
+        // accumulate: acc starts at a known value.
+        GuardedBuffer acc(std::max<size_t>(n, 1));
+        for (size_t j = 0; j < n; ++j) acc.data()[j] = 0.5f;
+        uk->accumulate(op, x.data(), acc.data(), n);
+        for (size_t j = 0; j < n; ++j) {
+          const float a = 0.5f, xv = x.data()[j];
+          const float w = op == ReduceOp::kMax    ? std::max(a, xv)
+                          : op == ReduceOp::kMin  ? std::min(a, xv)
+                          : op == ReduceOp::kProd ? a * xv
+                          : op == ReduceOp::kSumAbs ? a + std::fabs(xv)
+                          : op == ReduceOp::kSumSquare ? a + xv * xv
+                                                       : a + xv;
+          // Sums of squares may contract to one FMA at the vector levels: one rounding less.
+          ASSERT_NEAR(acc.data()[j], w, 2e-7f * std::fabs(w)) << "at " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(ReduceUkernels, MaxAndMinPropagateNaN) {
+  for (const ReduceUkernels* uk : reduce_tables()) {
+    SCOPED_TRACE(isa_name(uk->isa));
+    for (size_t pos : {0, 5, 63, 64, 99}) {
+      std::vector<float> x = random_floats(100, 3);
+      x[pos] = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_TRUE(std::isnan(uk->row(ReduceOp::kMax, x.data(), x.size()))) << pos;
+      EXPECT_TRUE(std::isnan(uk->row(ReduceOp::kMin, x.data(), x.size()))) << pos;
+    }
+  }
+}
+
+struct ReduceCase {
+  Shape shape;
+  std::vector<int64_t> axes;  // empty: every axis
+  int64_t keepdims;
+};
+
+TEST(CpuReduce, EveryKindOverAxisPatternsMatchesReference) {
+  const ReduceCase cases[] = {
+      {{1, 7, 9, 11}, {2, 3}, 1},   // spatial mean (squeeze-excite): inner reduced
+      {{2, 5, 13}, {-1}, 0},        // last axis
+      {{3, 17, 5}, {1}, 1},         // middle axis: inner kept
+      {{4, 3, 6, 5}, {0, 2}, 0},    // alternating groups
+      {{2, 3, 4}, {}, 1},           // every axis
+      {{5, 1, 7}, {1}, 0},          // a size-1 axis
+      {{1, 40000}, {0}, 0},         // inner kept, pieces of one long block
+      {{3, 33000}, {1}, 1},         // long rows
+  };
+  const char* kinds[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                         "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum"};
+  for (const ReduceCase& c : cases) {
+    for (const char* kind : kinds) {
+      SCOPED_TRACE(std::string(kind) + " " + shape_to_string(c.shape));
+      const bool positive = std::string(kind) == "ReduceLogSum" || std::string(kind) == "ReduceProd";
+      Tensor x = random_tensor(c.shape, 11, positive ? 0.95f : -1.0f, positive ? 1.05f : 1.0f);
+      std::vector<std::pair<std::string, Tensor>> inputs = {{"X", x}};
+      std::vector<bool> constant = {false};
+      if (!c.axes.empty()) {
+        inputs.push_back({"axes", i64(c.axes)});
+        constant.push_back(true);
+      }
+      OneNodeGraph g(kind, inputs, constant, {int_attr("keepdims", c.keepdims)}, "", 18);
+      compare_with_reference(g, cpu_backend(), "cpu/reduce-", 1e-5f, 1e-4f);
+    }
+  }
+}
+
+TEST(CpuReduce, AxesAsAttributeBeforeOpset18) {
+  OneNodeGraph g("ReduceMean", {{"X", random_tensor({2, 6, 5, 3}, 4)}}, {false},
+                 {ints_attr("axes", {1, 3}), int_attr("keepdims", 0)}, "", 13);
+  compare_with_reference(g, cpu_backend(), "cpu/reduce-", 1e-6f, 1e-5f);
+}
+
+// ---- coordinate-map copies ------------------------------------------------------------------
+
+TEST(CpuMapCopy, SliceWithNegativeStepsAndClampedBounds) {
+  Tensor x = random_tensor({4, 9, 10}, 5);
+  OneNodeGraph g("Slice",
+                 {{"X", x}, {"s", i64({-1, 1, 8})}, {"e", i64({-100, 100, 1})},
+                  {"a", i64({0, 1, 2})}, {"st", i64({-2, 3, -3})}},
+                 {false, true, true, true, true}, {});
+  compare_exact(g, "cpu/copy-Slice");
+  OneNodeGraph inner("Slice",
+                     {{"X", x}, {"s", i64({2})}, {"e", i64({7})}, {"a", i64({-1})}},
+                     {false, true, true, true}, {});
+  compare_exact(inner, "cpu/copy-Slice");
+}
+
+TEST(CpuMapCopy, PadEveryModeWithCrops) {
+  Tensor x = random_tensor({2, 3, 5, 6}, 6);
+  for (const char* mode : {"constant", "edge", "reflect", "wrap"}) {
+    SCOPED_TRACE(mode);
+    OneNodeGraph g("Pad",
+                   {{"X", x}, {"pads", i64({0, 1, 2, -1, 0, 0, 3, 4})},
+                    {"v", Tensor::scalar<float>(0.25f)}},
+                   {false, true, true}, {string_attr("mode", mode)}, "", 18);
+    compare_exact(g, "cpu/copy-Pad");
+  }
+}
+
+TEST(CpuMapCopy, TileExpandGatherOnSeveralDtypes) {
+  Tensor xf = random_tensor({3, 1, 5}, 8);
+  Tensor xi = Tensor::from_vector<int64_t>({1, -2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4});
+  OneNodeGraph tile("Tile", {{"X", xf}, {"r", i64({2, 3, 1})}}, {false, true}, {});
+  compare_exact(tile, "cpu/copy-Tile");
+  OneNodeGraph tile_i("Tile", {{"X", xi}, {"r", i64({3, 2})}}, {false, true}, {});
+  compare_exact(tile_i, "cpu/copy-Tile");
+  OneNodeGraph expand("Expand", {{"X", xf}, {"s", i64({2, 3, 4, 5})}}, {false, true}, {});
+  compare_exact(expand, "cpu/copy-Expand");
+  OneNodeGraph expand_last("Expand", {{"X", random_tensor({4, 1}, 3)}, {"s", i64({4, 37})}},
+                           {false, true}, {});
+  compare_exact(expand_last, "cpu/copy-Expand");
+  for (int64_t axis : {0, 1, -1}) {
+    SCOPED_TRACE("axis=" + std::to_string(axis));
+    Tensor idx = Tensor::from_vector<int64_t>({0, -1, 2, 1, 0, 2}, {2, 3});
+    OneNodeGraph gf("Gather", {{"X", random_tensor({3, 4, 5}, 9)}, {"i", idx}}, {false, true},
+                    {int_attr("axis", axis)});
+    compare_exact(gf, "cpu/copy-Gather");
+    OneNodeGraph gi("Gather", {{"X", xi}, {"i", Tensor::scalar<int32_t>(-2)}}, {false, true},
+                    {int_attr("axis", axis)});
+    compare_exact(gi, "cpu/copy-Gather");
+  }
+}
+
+TEST(CpuMapCopy, GatherIndexOutOfRangeIsAnError) {
+  OneNodeGraph g("Gather", {{"X", random_tensor({3, 4}, 1)}, {"i", i64({3})}}, {false, false},
+                 {int_attr("axis", 0)});
+  ASSERT_TRUE(infer_graph_types(g.graph).is_ok());
+  auto ex = GraphExecutor::create(g.graph, {&cpu_backend(), &reference_backend()}, 1);
+  ASSERT_TRUE(ex.is_ok());
+  auto out = ex.value()->run(g.feeds, nullptr, nullptr);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("out of range"), std::string::npos)
+      << out.status().message();
+}
+
+// ---- elementwise maps -----------------------------------------------------------------------
+
+TEST(CpuElementwiseMap, UnaryMapsMatchReference) {
+  Tensor x = random_tensor({3, 7, 33}, 12, -4.0f, 4.0f);
+  Tensor pos = random_tensor({3, 7, 33}, 13, 0.1f, 4.0f);
+  struct U {
+    const char* op;
+    std::vector<ir::Attribute> attrs;
+    bool positive;
+  };
+  const U ops[] = {
+      {"Neg", {}, false},        {"Abs", {}, false},      {"Sqrt", {}, true},
+      {"Reciprocal", {}, true},  {"Floor", {}, false},    {"Ceil", {}, false},
+      {"Log", {}, true},         {"Softplus", {}, false}, {"Softsign", {}, false},
+      {"Mish", {}, false},       {"HardSwish", {}, false},
+      {"HardSigmoid", {float_attr("alpha", 0.3f), float_attr("beta", 0.4f)}, false},
+      {"LeakyRelu", {float_attr("alpha", 0.2f)}, false},
+      {"Elu", {float_attr("alpha", 0.7f)}, false},
+      {"Selu", {}, false},       {"Celu", {float_attr("alpha", 1.5f)}, false},
+  };
+  for (const U& u : ops) {
+    SCOPED_TRACE(u.op);
+    OneNodeGraph g(u.op, {{"X", u.positive ? pos : x}}, {false}, u.attrs);
+    compare_with_reference(g, cpu_backend(), "cpu/elementwise-map", 1e-6f, 1e-5f);
+  }
+  OneNodeGraph clip("Clip", {{"X", x}, {"lo", Tensor::scalar<float>(-1.5f)}, {"", Tensor()},},
+                    {false, true, true}, {});
+  compare_with_reference(clip, cpu_backend(), "cpu/elementwise-map", 0.0f);
+}
+
+TEST(CpuElementwiseMap, BinaryWithBroadcastingMatchesReference) {
+  Tensor a = random_tensor({2, 3, 1, 17}, 21, 0.1f, 2.0f);
+  Tensor b = random_tensor({3, 5, 1}, 22, -2.0f, 2.0f);
+  for (const char* op : {"Pow", "Max", "Min"}) {
+    SCOPED_TRACE(op);
+    OneNodeGraph g(op, {{"A", a}, {"B", b}}, {false, false}, {});
+    compare_with_reference(g, cpu_backend(), "cpu/elementwise-map", 1e-6f, 1e-5f);
+  }
+  OneNodeGraph square("Pow", {{"A", random_tensor({5, 9}, 2)}, {"B", Tensor::scalar<float>(2)}},
+                      {false, true}, {});
+  compare_with_reference(square, cpu_backend(), "cpu/elementwise-map", 0.0f);
+  OneNodeGraph prelu("PRelu", {{"X", random_tensor({2, 4, 3, 3}, 4)},
+                               {"s", random_tensor({4, 1, 1}, 5)}},
+                     {false, true}, {});
+  compare_with_reference(prelu, cpu_backend(), "cpu/elementwise-map", 0.0f);
+}
+
+TEST(CpuElementwiseMap, ComparisonsLogicAndWhereAreExact) {
+  Tensor a = Tensor::from_vector<int64_t>({1, 5, -3, 7, 0, 2}, {2, 3});
+  Tensor b = Tensor::from_vector<int64_t>({5, 0, -3}, {3});
+  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) {
+    SCOPED_TRACE(op);
+    OneNodeGraph gi(op, {{"A", a}, {"B", b}}, {false, false}, {});
+    compare_exact(gi, "cpu/elementwise-map");
+    OneNodeGraph gf(op, {{"A", random_tensor({4, 1, 6}, 1)}, {"B", random_tensor({3, 1}, 2)}},
+                    {false, false}, {});
+    compare_exact(gf, "cpu/elementwise-map");
+  }
+  Tensor c = Tensor::zeros(DType::kBool, {3, 1, 6});
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<bool>()[i] = (i * 7) % 3 == 0;
+  Tensor d = Tensor::zeros(DType::kBool, {4, 6});
+  for (int64_t i = 0; i < d.numel(); ++i) d.data<bool>()[i] = i % 2 == 0;
+  for (const char* op : {"And", "Or"}) {
+    OneNodeGraph g(op, {{"A", c}, {"B", d}}, {false, false}, {});
+    compare_exact(g, "cpu/elementwise-map");
+  }
+  OneNodeGraph n("Not", {{"A", d}}, {false}, {});
+  compare_exact(n, "cpu/elementwise-map");
+  OneNodeGraph wf("Where", {{"C", c}, {"X", random_tensor({4, 6}, 3)},
+                            {"Y", Tensor::scalar<float>(-1e9f)}},
+                  {false, false, true}, {});
+  compare_exact(wf, "cpu/elementwise-map");
+  OneNodeGraph wi("Where", {{"C", c}, {"X", Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {6})},
+                            {"Y", Tensor::from_vector<int64_t>({-1, -2, -3}, {3, 1, 1})}},
+                  {false, false, false}, {});
+  compare_exact(wi, "cpu/elementwise-map");
+}
+
+// ---- Resize linear, MatMul residual, table ---------------------------------------------------
+
+TEST(CpuResizeLinear, CoordinateModesUpAndDownMatchReference) {
+  Tensor x = random_tensor({1, 3, 13, 17}, 31);
+  for (const char* ctm : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"}) {
+    for (float s : {2.0f, 0.5f, 1.7f}) {
+      SCOPED_TRACE(std::string(ctm) + " scale " + std::to_string(s));
+      Tensor scales = Tensor::from_vector<float>({1, 1, s, s}, {4});
+      OneNodeGraph g("Resize", {{"X", x}, {"", Tensor()}, {"scales", scales}},
+                     {false, true, true},
+                     {string_attr("mode", "linear"),
+                      string_attr("coordinate_transformation_mode", ctm)},
+                     "", 18);
+      compare_with_reference(g, cpu_backend(), "cpu/resize_linear", 1e-5f, 1e-5f);
+    }
+  }
+}
+
+TEST(CpuMatMul, BatchBroadcastResidualRunsOnTheGemm) {
+  // Swin's attention scores: (B, H, S, D) x (B, H, D, S) + bias (1, H, S, S).
+  OneNodeGraph g("FusedMatMul",
+                 {{"A", random_tensor({3, 2, 9, 8}, 1)}, {"B", random_tensor({3, 2, 8, 9}, 2)},
+                  {"Z", random_tensor({1, 2, 9, 9}, 3)}},
+                 {false, false, true}, {}, "peregrine");
+  compare_with_reference(g, cpu_backend(), "cpu/f32_gemm", 1e-5f, 1e-5f);
+}
+
+TEST(CpuKernelTable, DtypeRuleSendsOtherDtypesToTheReference) {
+  ir::Node n;
+  n.op_type = "ReduceMean";
+  n.opset = 18;
+  std::vector<ir::ValueType> f32 = {ir::ValueType::tensor(DType::kFloat32, {2, 3}),
+                                    ir::ValueType::tensor(DType::kInt64, {1})};
+  std::vector<ir::ValueType> i32 = {ir::ValueType::tensor(DType::kInt32, {2, 3}),
+                                    ir::ValueType::tensor(DType::kInt64, {1})};
+  ASSERT_NE(find_cpu_kernel(n, &f32), nullptr);
+  EXPECT_EQ(find_cpu_kernel(n, &i32), nullptr);
+  EXPECT_NE(find_cpu_kernel(n), nullptr);
+  n.op_type = "Gather";  // a copy: any dtype
+  EXPECT_NE(find_cpu_kernel(n, &i32), nullptr);
+  n.op_type = "NoSuchOp";
+  EXPECT_EQ(find_cpu_kernel(n), nullptr);
+  n.op_type = "Tile";  // Tile-1 had other inputs: not claimed
+  n.opset = 1;
+  EXPECT_EQ(find_cpu_kernel(n), nullptr);
+}
+
+}  // namespace
+}  // namespace peregrine::cpu
