@@ -366,3 +366,58 @@ TEST(CpuKernelTable, DtypeRuleSendsOtherDtypesToTheReference) {
 
 }  // namespace
 }  // namespace peregrine::cpu
+
+namespace peregrine::cpu {
+namespace {
+
+// ---- recurrent cells ------------------------------------------------------------------------
+
+struct RnnCase {
+  const char* op;
+  const char* direction;
+  int64_t layout, lbr, seq, batch, input, hidden;
+  bool bias, init, peep;
+};
+
+TEST(CpuRecurrent, CellsDirectionsLayoutsMatchReference) {
+  const RnnCase cases[] = {
+      {"LSTM", "forward", 0, 0, 7, 1, 5, 9, true, false, false},
+      {"LSTM", "bidirectional", 0, 0, 4, 3, 6, 17, true, true, true},
+      {"LSTM", "reverse", 1, 0, 5, 2, 3, 8, false, true, false},
+      {"GRU", "forward", 0, 1, 6, 1, 4, 33, true, false, false},   // PyTorch's form
+      {"GRU", "forward", 0, 0, 6, 2, 4, 7, true, true, false},     // ONNX's default
+      {"GRU", "bidirectional", 1, 1, 3, 3, 5, 16, true, true, false},
+      {"RNN", "bidirectional", 0, 0, 5, 2, 3, 11, true, true, false},
+  };
+  for (const RnnCase& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + c.direction + " layout " + std::to_string(c.layout) +
+                 " lbr " + std::to_string(c.lbr));
+    const int64_t gates = std::string(c.op) == "LSTM" ? 4 : std::string(c.op) == "GRU" ? 3 : 1;
+    const int64_t dirs = std::string(c.direction) == "bidirectional" ? 2 : 1;
+    const Shape xs = c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input};
+    const Shape ss = c.layout == 0 ? Shape{dirs, c.batch, c.hidden} : Shape{c.batch, dirs, c.hidden};
+    std::vector<std::pair<std::string, Tensor>> in = {
+        {"X", random_tensor(xs, 1)},
+        {"W", random_tensor({dirs, gates * c.hidden, c.input}, 2, -0.5f, 0.5f)},
+        {"R", random_tensor({dirs, gates * c.hidden, c.hidden}, 3, -0.5f, 0.5f)},
+        {c.bias ? "B" : "", c.bias ? random_tensor({dirs, 2 * gates * c.hidden}, 4) : Tensor()},
+        {"", Tensor()},
+        {c.init ? "H0" : "", c.init ? random_tensor(ss, 5) : Tensor()}};
+    std::vector<bool> constant = {false, true, true, true, true, false};
+    if (gates == 4) {
+      in.push_back({c.init ? "C0" : "", c.init ? random_tensor(ss, 6) : Tensor()});
+      in.push_back({c.peep ? "P" : "", c.peep ? random_tensor({dirs, 3 * c.hidden}, 7) : Tensor()});
+      constant.push_back(false);
+      constant.push_back(true);
+    }
+    std::vector<ir::Attribute> attrs = {string_attr("direction", c.direction),
+                                        int_attr("hidden_size", c.hidden),
+                                        int_attr("layout", c.layout)};
+    if (gates == 3) attrs.push_back(int_attr("linear_before_reset", c.lbr));
+    OneNodeGraph g(c.op, in, constant, attrs, "", 14);
+    compare_with_reference(g, cpu_backend(), "cpu/rnn-", 2e-5f, 2e-4f);
+  }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu

@@ -40,6 +40,9 @@ Expected<std::unique_ptr<PreparedKernel>> resize_nearest(const CpuPrepareArgs& a
 Expected<std::unique_ptr<PreparedKernel>> resize_linear(const CpuPrepareArgs& a) {
   return prepare_resize_linear(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> recurrent(const CpuPrepareArgs& a) {
+  return prepare_recurrent(a.node, a.constants);
+}
 Expected<std::unique_ptr<PreparedKernel>> transpose(const CpuPrepareArgs& a) {
   return prepare_transpose(a.node);
 }
@@ -83,6 +86,10 @@ const CpuKernelEntry kCpuKernels[] = {
   {kPg, "ConvNhwc",      1, 1,    R::kFloat32, nullptr, conv_nhwc, "kernels/conv_nhwc.cc"},
   {"",  "ConvTranspose", 1, kMax, R::kFloat32, nullptr, conv_transpose, "kernels/conv_transpose.cc"},
   {kPg, "Attention",     1, 1,    R::kFloat32, nullptr, attention, "kernels/attention.cc"},
+  // Recurrent cells (kernels/rnn.cc).
+  {"",  "LSTM",          7, kMax, R::kFloat32Data, claims_recurrent, recurrent, "kernels/rnn.cc"},
+  {"",  "GRU",           7, kMax, R::kFloat32Data, claims_recurrent, recurrent, "kernels/rnn.cc"},
+  {"",  "RNN",           7, kMax, R::kFloat32Data, claims_recurrent, recurrent, "kernels/rnn.cc"},
   // Elementwise on the vector micro-kernels (kernels/elementwise.cc).
   {"",  "Relu",          1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},
   {"",  "Sigmoid",       1, kMax, R::kFloat32, nullptr, elementwise, "kernels/elementwise.cc"},

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backends/backend.h"
 
@@ -34,6 +35,11 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_reduce(const ir::Node& node);
 // Resize mode=linear on the two trailing axes of a 4-D tensor (kernels/resize_linear.cc).
 bool claims_resize_linear(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_resize_linear(const ir::Node& node);
+// LSTM / GRU / RNN: the sequence's input projection as one GEMM, packed recurrent weights
+// (kernels/rnn.cc).
+bool claims_recurrent(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_recurrent(
+    const ir::Node& node, const std::vector<const Tensor*>& constants);
 // Unary maps with parameters, Pow / Max / Min / PRelu, comparisons, logic and Where, with
 // broadcasting (kernels/elementwise_map.cc).
 bool claims_elementwise_map(const ir::Node& node);
