@@ -421,3 +421,44 @@ TEST(CpuRecurrent, CellsDirectionsLayoutsMatchReference) {
 
 }  // namespace
 }  // namespace peregrine::cpu
+
+namespace peregrine::cpu {
+namespace {
+
+// ---- tap-wise convolution (dilated convs whose taps read mostly padding) --------------------
+
+TEST(CpuConvTapwise, DilatedConvsMatchReference) {
+  struct C {
+    int64_t c, h, w, oc, k, dil, pad;
+    bool fused;
+  };
+  const C cases[] = {
+      {5, 9, 11, 7, 3, 6, 6, false},    // edge taps partly inside
+      {4, 8, 8, 6, 3, 9, 9, true},      // only the centre tap reads the input
+      {3, 7, 13, 5, 3, 4, 2, true},     // a non-square map
+      {6, 5, 5, 4, 5, 3, 6, false},     // 5x5 kernel
+      {3, 5, 6, 4, 3, 2, 4, true},      // pads beyond the dilation: C starts at zero
+  };
+  for (const C& c : cases) {
+    SCOPED_TRACE("dil " + std::to_string(c.dil) + " pad " + std::to_string(c.pad));
+    std::vector<std::pair<std::string, Tensor>> in = {
+        {"X", random_tensor({2, c.c, c.h, c.w}, 1)},
+        {"W", random_tensor({c.oc, c.c, c.k, c.k}, 2)},
+        {"B", random_tensor({c.oc}, 3)}};
+    std::vector<bool> constant = {false, true, true};
+    std::vector<ir::Attribute> attrs = {ints_attr("dilations", {c.dil, c.dil}),
+                                        ints_attr("pads", {c.pad, c.pad, c.pad, c.pad})};
+    const int64_t oh = c.h + 2 * c.pad - c.dil * (c.k - 1), ow = c.w + 2 * c.pad - c.dil * (c.k - 1);
+    if (c.fused) {
+      in.push_back({"Z", random_tensor({2, c.oc, oh, ow}, 4)});
+      constant.push_back(false);
+      attrs.push_back(string_attr("activation", "Relu"));
+    }
+    OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
+                   c.fused ? "peregrine" : "");
+    compare_with_reference(g, cpu_backend(), "cpu/conv-tapwise-", 1e-5f, 1e-5f);
+  }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu

@@ -262,6 +262,30 @@ void direct_depthwise(const float* x, const float* w, const float* bias, float* 
   cpu_thread_pool().parallel_for(s.batch * s.out_c, threads, plane_task);
 }
 
+// The share of an im2col conv's multiply-adds that read inside the input, counted per tap as
+// the output rows it reads in times the output columns it reads in (stride 1).
+double tapwise_useful_fraction(const Conv2dShape& s) {
+  int64_t useful = 0;
+  for (int64_t ky = 0; ky < s.kh; ++ky) {
+    const int64_t oy = ky * s.dil_h - s.pad_t;
+    const int64_t rows = std::max<int64_t>(
+        0, std::min<int64_t>(s.out_h, s.in_h - oy) - std::max<int64_t>(0, -oy));
+    for (int64_t kx = 0; kx < s.kw; ++kx) {
+      const int64_t ox = kx * s.dil_w - s.pad_l;
+      const int64_t cols = std::max<int64_t>(
+          0, std::min<int64_t>(s.out_w, s.in_w - ox) - std::max<int64_t>(0, -ox));
+      useful += rows * cols;
+    }
+  }
+  return static_cast<double>(useful) /
+         static_cast<double>(std::max<int64_t>(1, s.kh * s.kw * s.out_h * s.out_w));
+}
+
+// Tap-wise convolution pays where at most this share of im2col's work is useful: it computes
+// whole output rows per tap (columns that read padding included) and copies the input once per
+// kernel column. Rule measured on DeepLabV3's ASPP convs (bench/real_models).
+constexpr double kTapwiseMaxUsefulFraction = 0.75;
+
 class ConvKernel : public PreparedKernel {
  public:
   // unit_steps: strides and dilations are all 1 (a Winograd candidate).
@@ -289,6 +313,7 @@ class ConvKernel : public PreparedKernel {
   std::string name() const override {  // the algorithm of the last run
     if (const char* dw = last_run_depthwise_.load()) return std::string("cpu/conv-") + dw;
     if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
+    if (last_run_tapwise_) return std::string("cpu/conv-tapwise-") + gemm_.name;
     if (last_run_winograd_ && winograd_)
       return std::string("cpu/conv-winograd_f4x3-") + winograd_->gemm().name;
     if (last_run_winograd_f2x3_ && winograd_f2x3_)
@@ -405,6 +430,13 @@ class ConvKernel : public PreparedKernel {
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
+    last_run_tapwise_ = algo_ == ConvAlgoChoice::kAuto && use_packed && group_ == 1 &&
+                        s.stride_h == 1 && s.stride_w == 1 && s.kh * s.kw > 1 &&
+                        tapwise_useful_fraction(s) <= kTapwiseMaxUsefulFraction;
+    if (last_run_tapwise_) {
+      run_tapwise(px, pb, pz, py, s, threads);
+      return Status::ok();
+    }
     last_run_indirect_ =
         gemm_.indirect_ukernel != nullptr && use_packed && s.stride_w == 2 && k > 0 &&
         (algo_ == ConvAlgoChoice::kIndirect ||
@@ -446,6 +478,93 @@ class ConvKernel : public PreparedKernel {
   }
 
  private:
+  // Tap-wise convolution for stride-1 group-1 convs whose taps fall largely in the padding
+  // (dilated convs on small maps: DeepLab's ASPP): the conv is the sum over taps of a 1x1 conv,
+  // W_tap (Cout, Cin) times the input shifted by the tap, over only the output rows where that
+  // tap reads inside the input. Per kernel column kx the input is copied once with its columns
+  // shifted (zeros where they leave the input), so each tap's B is contiguous rows of that copy;
+  // taps that read only padding are skipped. The first tap that covers every output row writes
+  // C (beta 0), the others accumulate; bias, residual and activation are one pass at the end.
+  void run_tapwise(const float* px, const float* pb, const float* pz, float* py,
+                   const Conv2dShape& s, int threads) {
+    const int64_t taps = s.kh * s.kw, in_c = s.in_c, out_c = s.out_c;
+    const int64_t pixels = s.out_h * s.out_w, in_plane = s.in_h * s.in_w;
+    if (static_cast<int64_t>(tap_w_.size()) != taps) {  // W_tap (Cout, Cin) from the packed A
+      std::vector<float> w(static_cast<size_t>(out_c * in_c * taps));
+      packed_w_[0].unpack(w.data());  // (Cout, Cin * KH * KW)
+      tap_w_.clear();
+      for (int64_t t = 0; t < taps; ++t)
+        tap_w_.push_back(PackedMatrix::pack_a(gemm_, MatrixView{w.data() + t, in_c * taps, taps},
+                                              out_c, in_c));
+    }
+    const int64_t shifted_plane = s.in_h * s.out_w;
+    float* shifted = conv_scratch_floats(static_cast<size_t>(in_c * shifted_plane));
+    for (int64_t n = 0; n < s.batch; ++n) {
+      const float* x = px + n * in_c * in_plane;
+      float* y = py + n * out_c * pixels;
+      // Rows [r0, r1) of tap row ky read the input; a kx is live when some column does.
+      auto rows_of = [&](int64_t ky, int64_t* r0, int64_t* r1) {
+        const int64_t oy = ky * s.dil_h - s.pad_t;
+        *r0 = std::max<int64_t>(0, -oy);
+        *r1 = std::min<int64_t>(s.out_h, s.in_h - oy);
+      };
+      // The first full-coverage tap initializes C; without one, C starts at zero.
+      int64_t first = -1;
+      for (int64_t t = 0; t < taps && first < 0; ++t) {
+        int64_t r0, r1;
+        rows_of(t / s.kw, &r0, &r1);
+        const int64_t ox = (t % s.kw) * s.dil_w - s.pad_l;
+        if (r0 == 0 && r1 == s.out_h && ox < s.in_w && ox + s.out_w > 0) first = t;
+      }
+      if (first < 0) std::fill(y, y + out_c * pixels, 0.0f);
+      for (int pass = 0; pass < 2; ++pass) {  // the first tap's column, then the rest
+        for (int64_t kx = 0; kx < s.kw; ++kx) {
+          if ((pass == 0) != (first >= 0 && kx == first % s.kw)) continue;
+          const int64_t ox = kx * s.dil_w - s.pad_l;
+          const int64_t q0 = std::clamp<int64_t>(-ox, 0, s.out_w);
+          const int64_t q1 = std::clamp<int64_t>(s.in_w - ox, q0, s.out_w);
+          if (q0 >= q1) continue;  // this column of taps reads only padding
+          // shifted (Cin, in_h, OW): input column q + ox, zero outside.
+          cpu_thread_pool().parallel_for(in_c, threads, [&](int64_t c, int) {
+            for (int64_t iy = 0; iy < s.in_h; ++iy) {
+              const float* src = x + c * in_plane + iy * s.in_w;
+              float* dst = shifted + c * shifted_plane + iy * s.out_w;
+              std::fill(dst, dst + q0, 0.0f);
+              std::copy(src + q0 + ox, src + q1 + ox, dst + q0);
+              std::fill(dst + q1, dst + s.out_w, 0.0f);
+            }
+          });
+          // The first tap of the pass-0 column first, so C is written before it is read.
+          for (int64_t ky0 = 0; ky0 < s.kh; ++ky0) {
+            const int64_t ky = pass == 0 ? (first / s.kw + ky0) % s.kh : ky0;
+            const int64_t t = ky * s.kw + kx;
+            int64_t r0, r1;
+            rows_of(ky, &r0, &r1);
+            if (r0 >= r1) continue;
+            const int64_t oy = ky * s.dil_h - s.pad_t;
+            f32_gemm(gemm_, out_c, (r1 - r0) * s.out_w, in_c,
+                     GemmOperand::of(tap_w_[static_cast<size_t>(t)]),
+                     GemmOperand::of(shifted + (r0 + oy) * s.out_w, shifted_plane, 1),
+                     y + r0 * s.out_w, pixels, 1.0f, t == first ? 0.0f : 1.0f, GemmEpilogue{},
+                     threads);
+          }
+        }
+      }
+      GemmEpilogue ep = activation_epilogue(fused_);
+      ep.residual = pz ? pz + n * out_c * pixels : nullptr;
+      ep.ldr = pixels;
+      if (pb) {
+        ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+        ep.bias = pb;
+      }
+      if (ep.empty()) continue;
+      cpu_thread_pool().parallel_for(out_c, threads, [&](int64_t o, int) {
+        gemm_.epilogue(y + o * pixels, static_cast<size_t>(pixels), 1,
+                       static_cast<size_t>(pixels), static_cast<size_t>(o), 0, ep);
+      });
+    }
+  }
+
   // The reference kernel on weights unpacked from packed_w_: the executor may have freed the
   // constant weights this kernel packed. Rare (unusual dtypes or broadcasts), so it may allocate.
   Status run_reference_on_w(KernelContext& ctx) {
@@ -469,6 +588,8 @@ class ConvKernel : public PreparedKernel {
   std::atomic<bool> last_run_winograd_f2x3_{false};
   std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
   std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
+  std::atomic<bool> last_run_tapwise_{false};             // run_tapwise (taps in padding)
+  std::vector<PackedMatrix> tap_w_;  // tap-wise: one (Cout, Cin) A per tap, built on first use
   std::optional<WindowGeometry> window_;  // resolved for window_sizes_ (input H, W, kernel H, W)
   std::array<int64_t, 4> window_sizes_{};
 };
