@@ -55,6 +55,14 @@ struct IoInfo {
   bool is_tensor = true;
 };
 
+// Which kernel runs one top-level node of the optimized graph, and where it is defined.
+struct NodeKernel {
+  std::string node;     // node name
+  std::string op_type;  // "Conv", "peregrine.FusedConv", ...
+  std::string kernel;   // "cpu/conv-tapwise-f32_gemm_ukernel_14x32__avx512", "reference", ...
+  std::string source;   // the CPU kernel table's file for the op, "" when no row claims it
+};
+
 class Session {
  public:
   ~Session();
@@ -76,6 +84,8 @@ class Session {
   // the outputs' dtypes and shapes. Once warm, allocates nothing when the kernels don't.
   Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
   MemoryPlanStats memory_plan_stats() const;
+  // Per node, its kernel (after a run, the algorithm the shapes chose).
+  std::vector<NodeKernel> node_kernels() const;
 
  private:
   Session() = default;

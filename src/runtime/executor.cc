@@ -233,6 +233,13 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
   return ex;
 }
 
+std::vector<std::string> GraphExecutor::kernel_names() const {
+  std::vector<std::string> names;
+  names.reserve(kernels_.size());
+  for (const auto& k : kernels_) names.push_back(k->name());
+  return names;
+}
+
 bool GraphExecutor::in_arena(const void* p) const {
   const auto* b = static_cast<const uint8_t*>(p);
   return arena_ && b >= arena_ && b < arena_ + arena_size_;

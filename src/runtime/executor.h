@@ -69,6 +69,9 @@ class GraphExecutor {
   Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
   const ir::Graph& graph() const { return graph_; }
+  // Per node, the name of the kernel that runs it (PreparedKernel::name(): a kernel whose
+  // algorithm depends on the input shapes names the one its last run took).
+  std::vector<std::string> kernel_names() const;
   // The memory plan, or nullptr when the executor runs without one.
   const planner::MemoryPlan* memory_plan() const { return plan_.get(); }
 

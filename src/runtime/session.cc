@@ -4,6 +4,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/kernel_table.h"
 #include "backends/reference/reference_backend.h"
 #include "importer/onnx/onnx_importer.h"
 #include "passes/pipelines.h"
@@ -127,6 +128,19 @@ Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string,
 
 Status Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   return executor_->run_into(inputs, outputs);  // checks dtypes and shapes itself
+}
+
+std::vector<NodeKernel> Session::node_kernels() const {
+  std::vector<NodeKernel> out;
+  const std::vector<std::string> names = executor_->kernel_names();
+  const ir::Graph& g = executor_->graph();
+  for (size_t i = 0; i < g.nodes.size() && i < names.size(); ++i) {
+    const ir::Node& n = *g.nodes[i];
+    const cpu::CpuKernelEntry* e = cpu::find_cpu_kernel(n);
+    out.push_back({n.name, (n.domain.empty() ? "" : n.domain + ".") + n.op_type, names[i],
+                   e && names[i] != "reference" ? std::string(e->source) : std::string()});
+  }
+  return out;
 }
 
 MemoryPlanStats Session::memory_plan_stats() const {

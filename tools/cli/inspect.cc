@@ -8,6 +8,7 @@
 #include "ops/op_schema.h"
 #include "peregrine/session.h"
 #include "cli_common.h"
+#include "model_inputs.h"
 
 namespace peregrine::cli {
 
@@ -62,6 +63,9 @@ int cmd_inspect(int argc, char** argv) {
   args.flag("shape", "NAME=DIMS: fix an input's shape for shape inference and FLOPs (repeatable)", true);
   args.toggle("json", "print one JSON object instead of text");
   args.toggle("graph", "print the graph after optimization, one node per line");
+  args.toggle("kernels",
+              "run once on seeded random inputs, then print the kernel each node ran on (the "
+              "algorithm its shapes chose) and the file that defines it");
   add_engine_flags(&args);
   Status st = args.parse(argc, argv);
   if (!st.is_ok()) return print_error(st);
@@ -87,6 +91,14 @@ int cmd_inspect(int argc, char** argv) {
   Summary sum;
   summarize(model.graph, &sum);
   const MemoryPlanStats mem = (*session)->memory_plan_stats();
+  std::vector<NodeKernel> kernels;
+  if (args.is_set("kernels")) {
+    auto inputs = make_model_inputs(**session, {}, 0);
+    if (!inputs.is_ok()) return print_error(inputs.status());
+    auto ran = (*session)->run(*inputs);
+    if (!ran.is_ok()) return print_error(ran.status());
+    kernels = (*session)->node_kernels();
+  }
 
   std::ostringstream o;
   if (args.is_set("json")) {
@@ -113,7 +125,17 @@ int cmd_inspect(int argc, char** argv) {
     o << "}, \"parameters\": " << sum.parameters << ", \"parameter_bytes\": " << sum.parameter_bytes
       << ", \"flops\": " << static_cast<int64_t>(sum.flops) << ", \"arena_bytes\": "
       << mem.arena_bytes << ", \"arena_lower_bound_bytes\": " << mem.lower_bound_bytes
-      << ", \"unshared_bytes\": " << mem.unshared_bytes << "}\n";
+      << ", \"unshared_bytes\": " << mem.unshared_bytes;
+    if (args.is_set("kernels")) {
+      o << ", \"kernels\": [";
+      for (size_t i = 0; i < kernels.size(); ++i)
+        o << (i ? ", " : "") << "{\"node\": \"" << json_escape(kernels[i].node)
+          << "\", \"op_type\": \"" << json_escape(kernels[i].op_type) << "\", \"kernel\": \""
+          << json_escape(kernels[i].kernel) << "\", \"source\": \"" << json_escape(kernels[i].source)
+          << "\"}";
+      o << "]";
+    }
+    o << "}\n";
   } else {
     o << "model:      " << model.path << "\n";
     o << "producer:   " << model.producer_name << " " << model.producer_version << " (IR version "
@@ -139,6 +161,13 @@ int cmd_inspect(int argc, char** argv) {
     o << "arena:      " << buf << "\n";
   }
   if (args.is_set("graph") && !args.is_set("json")) o << "\n" << ir::print_graph(model.graph);
+  if (args.is_set("kernels") && !args.is_set("json")) {
+    // One line per node; the sources are the CPU kernel table's (src/backends/cpu/).
+    o << "\nkernels (node, op, kernel, source):\n";
+    for (const NodeKernel& k : kernels)
+      o << "  " << k.node << "  " << k.op_type << "  " << k.kernel
+        << (k.source.empty() ? "" : "  " + k.source) << "\n";
+  }
   std::fputs(o.str().c_str(), stdout);
   return 0;
 }

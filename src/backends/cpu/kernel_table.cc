@@ -52,6 +52,9 @@ Expected<std::unique_ptr<PreparedKernel>> transpose_nchw_nhwc(const CpuPrepareAr
 Expected<std::unique_ptr<PreparedKernel>> map_copy(const CpuPrepareArgs& a) {
   return prepare_map_copy(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> view(const CpuPrepareArgs& a) {
+  return prepare_view(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> attention(const CpuPrepareArgs& a) {
   return prepare_attention(a.node);
 }
@@ -167,6 +170,11 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "Tile",          6, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
   {"",  "Expand",        8, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
   {"",  "Gather",        1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
+  {"",  "Reshape",       5, kMax, R::kAny,     nullptr, view, "kernels/data_movement.cc"},
+  {"",  "Flatten",       1, kMax, R::kAny,     nullptr, view, "kernels/data_movement.cc"},
+  {"",  "Squeeze",       1, kMax, R::kAny,     nullptr, view, "kernels/data_movement.cc"},
+  {"",  "Unsqueeze",     1, kMax, R::kAny,     nullptr, view, "kernels/data_movement.cc"},
+  {"",  "Identity",      1, kMax, R::kAny,     nullptr, view, "kernels/data_movement.cc"},
 };
 // clang-format on
 

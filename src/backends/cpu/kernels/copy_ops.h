@@ -24,6 +24,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_transpose(const ir::Node& node
 // Slice, Pad, Tile, Expand, Gather as coordinate maps (kernels/data_movement.cc).
 bool claims_map_copy(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_map_copy(const ir::Node& node);
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity as views (kernels/data_movement.cc).
+bool claims_view(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_view(const ir::Node& node);
 
 // Bytes per thread-pool task for the copy kernels (kElementsPerTask float32 elements).
 inline constexpr int64_t kCopyBytesPerTask = 16384 * 4;

@@ -27,8 +27,10 @@ void identity_map(std::vector<int64_t>& m, int64_t n) {
 
 class MapCopyKernel : public PreparedKernel {
  public:
-  explicit MapCopyKernel(std::string op) : op_(std::move(op)) {}
-  std::string name() const override { return "cpu/copy-" + op_; }
+  explicit MapCopyKernel(std::string op) : op_(std::move(op)), name_("cpu/copy-") {
+    name_ += op_;
+  }
+  std::string name() const override { return name_; }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -185,10 +187,27 @@ class MapCopyKernel : public PreparedKernel {
     return true;
   }
 
-  std::string op_;
+  std::string op_, name_;
   Maps maps_;
   std::vector<uint8_t> fill_;
   IndexMapCopy copy_;
+};
+
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity: the output is the input's data under the
+// inferred shape (a view; the executor copies it only where the memory plan gave the output
+// a block of its own).
+class ViewKernel : public PreparedKernel {
+ public:
+  std::string name() const override { return "cpu/view"; }
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const ir::ValueType& t = ctx.output_type(0);
+    if (!ctx.input_value(0).is_tensor() || !t.is_static()) return run_reference(ctx);
+    auto n = checked_product(t.dims);
+    if (!n || *n != x.numel()) return run_reference(ctx);  // it reports the error
+    ctx.set_output(0, x.reshaped(t.dims));
+    return Status::ok();
+  }
 };
 
 bool in_onnx_domain(const ir::Node& node) {
@@ -201,6 +220,16 @@ bool claims_map_copy(const ir::Node& node) {
   const std::string& t = node.op_type;
   return in_onnx_domain(node) &&
          (t == "Slice" || t == "Pad" || t == "Tile" || t == "Expand" || t == "Gather");
+}
+
+bool claims_view(const ir::Node& node) {
+  const std::string& t = node.op_type;
+  return in_onnx_domain(node) && (t == "Reshape" || t == "Flatten" || t == "Squeeze" ||
+                                  t == "Unsqueeze" || t == "Identity");
+}
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_view(const ir::Node& node) {
+  return std::unique_ptr<PreparedKernel>(new ViewKernel());
 }
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_map_copy(const ir::Node& node) {
