@@ -6,7 +6,8 @@
 
 For each model, `peregrine profile --json` (after fusion, per node) gives:
   reference_share   the share of node time spent in nodes that ran on the reference backend
-                    (kernel "reference"), and which op types those were, with their time;
+                    (kernel "reference", or a CPU kernel's "reference (fallback of ...)" for a
+                    case it has no path for), and which op types those were, with their time;
   top op types      the op types taking the most time, with the kernel that ran them;
   worst GEMM-class  Conv / MatMul / Gemm nodes and their fused forms furthest below their
                     roofline bound (percent_of_roof), the T worst over all models.
@@ -45,7 +46,7 @@ def summarize(model, prof, top):
         e["us"] += t
         e["count"] += 1
         e["kernels"].add(n["kernel"])
-        if n["kernel"] == "reference":
+        if n["kernel"].startswith("reference"):  # also "reference (fallback of cpu/...)"
             r = ref.setdefault(n["op_type"], {"us": 0.0, "count": 0})
             r["us"] += t
             r["count"] += 1

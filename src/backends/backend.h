@@ -83,8 +83,14 @@ class KernelContext {
     outputs_[i].tensor = std::move(t);
     bound_[i] = zero_fill ? kBoundNeedsZero : kBoundReady;
   }
+  // A prepared kernel that met a case it has no path for and ran the reference kernel of its
+  // op says so here, so profiles name the reference as what ran (cleared every run).
+  void mark_reference_fallback() { reference_fallback_ = true; }
+  bool reference_fallback() const { return reference_fallback_; }
+
   // Forgets last run's outputs and bindings (outputs become none).
   void reset_outputs() {
+    reference_fallback_ = false;
     for (size_t i = 0; i < outputs_.size(); ++i) {
       if (!outputs_[i].is_none()) outputs_[i] = RuntimeValue();
       bound_[i] = kUnbound;
@@ -114,6 +120,7 @@ class KernelContext {
   std::vector<uint8_t> bound_;  // per output: was it pre-set by bind_output()?
   SubgraphRunner subgraph_runner_;
   int num_threads_;
+  bool reference_fallback_ = false;
 };
 
 using KernelFn = std::function<Status(KernelContext&)>;

@@ -443,7 +443,9 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
     if (timings) {
       timings->push_back({&node, std::chrono::duration<double, std::micro>(start - t0).count(),
                           std::chrono::duration<double, std::micro>(end - start).count(),
-                          kernels_[i]->name()});
+                          kctx.reference_fallback() ? "reference (fallback of " +
+                                                          kernels_[i]->name() + ")"
+                                                    : kernels_[i]->name()});
     }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty()) continue;

@@ -462,3 +462,41 @@ TEST(CpuConvTapwise, DilatedConvsMatchReference) {
 
 }  // namespace
 }  // namespace peregrine::cpu
+
+namespace peregrine::cpu {
+namespace {
+
+// ---- 1-D and 3-D convolution ------------------------------------------------------------------
+
+TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
+  struct C {
+    Shape x, w;
+    std::vector<int64_t> strides, dilations, pads;
+    int64_t group;
+    bool fused;
+  };
+  const C cases[] = {
+      {{2, 6, 37}, {8, 6, 3}, {1}, {1}, {1, 1}, 1, false},
+      {{1, 4, 50}, {6, 2, 5}, {2}, {3}, {4, 2}, 2, true},           // grouped, strided, dilated
+      {{1, 8, 19}, {8, 1, 7}, {1}, {1}, {3, 3}, 8, false},          // depthwise 1-D
+      {{1, 3, 5, 9, 11}, {4, 3, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, true},
+      {{2, 4, 4, 6, 5}, {6, 2, 1, 3, 3}, {1, 1, 1}, {1, 2, 1}, {0, 2, 1, 0, 2, 1}, 2, false},
+  };
+  for (const C& c : cases) {
+    SCOPED_TRACE("x " + shape_to_string(c.x) + " w " + shape_to_string(c.w));
+    std::vector<std::pair<std::string, Tensor>> in = {{"X", random_tensor(c.x, 1)},
+                                                      {"W", random_tensor(c.w, 2)},
+                                                      {"B", random_tensor({c.w[0]}, 3)}};
+    std::vector<bool> constant = {false, true, true};
+    std::vector<ir::Attribute> attrs = {ints_attr("strides", c.strides),
+                                        ints_attr("dilations", c.dilations),
+                                        ints_attr("pads", c.pads), int_attr("group", c.group)};
+    if (c.fused) attrs.push_back(string_attr("activation", "Relu"));
+    OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
+                   c.fused ? "peregrine" : "");
+    compare_with_reference(g, cpu_backend(), "cpu/conv_nd-", 1e-5f, 1e-5f);
+  }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu

@@ -95,6 +95,7 @@ const Tensor* residual_input(const KernelContext& ctx, const FusedEpilogue& fuse
 }
 
 Status run_reference(KernelContext& ctx) {
+  ctx.mark_reference_fallback();
   const KernelFn* fn = reference_backend().kernels().find(ctx.node().domain, ctx.node().op_type);
   if (fn == nullptr) return unsupported(ctx.node().describe() + ": no reference kernel");
   return (*fn)(ctx);

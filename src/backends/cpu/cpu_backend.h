@@ -56,6 +56,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
 Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
                                                        const std::vector<const Tensor*>& constants,
                                                        const FusedEpilogue& fused);
+// 1-D and 3-D Conv with constant weights `w` (kernels/conv_nd.cc): per-slice im2col + GEMM.
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nd(const ir::Node& node, const Tensor* w,
+                                                          const FusedEpilogue& fused);
 // ConvTranspose (kernels/conv_transpose.cc): GEMM + col2im; constant W packed once.
 Expected<std::unique_ptr<PreparedKernel>> prepare_conv_transpose(
     const ir::Node& node, const std::vector<const Tensor*>& constants);

@@ -1,0 +1,193 @@
+// CPU kernel of 1-D and 3-D convolution (float32, any strides, dilations, pads and groups; the
+// fused forms' bias, residual and activation in the GEMM epilogue). Both are one GEMM shape with
+// the spatial dims padded to three, (D, H, W) with 1s: per group, A = the weights (Cout_g,
+// K = Cin_g * KD * KH * KW), packed once; B = the im2col matrix (K, N) of a run of output depth
+// slices, materialized in a scratch buffer of at most kIm2colBytes (threads fill its rows); C =
+// those slices of the output, contiguous per channel (row stride OD * OH * OW). 1-D convs are one
+// slice: B is (Cin_g * KW, OW). 2-D convs have their own kernel (kernels/conv.cc).
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_scratch.h"
+#include "backends/cpu/thread_pool.h"
+#include "ops/conv_geometry.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+// Scratch for one im2col block: large enough that the GEMM sees N in the thousands, small
+// enough to stay near L2 / L3 on the machines we target.
+constexpr int64_t kIm2colBytes = 4 << 20;
+
+struct Geometry3 {
+  int64_t in[3], out[3], k[3], stride[3], dil[3], pad[3];
+};
+
+class ConvNdKernel : public PreparedKernel {
+ public:
+  ConvNdKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* w,
+               const FusedEpilogue& fused)
+      : gemm_(gemm), group_(group), fused_(fused) {
+    if (w && w->dim(0) % group == 0) {
+      const int64_t out_c_g = w->dim(0) / group, k = w->numel() / w->dim(0);
+      for (int64_t g = 0; g < group; ++g)
+        packed_.push_back(PackedMatrix::pack_a(
+            gemm, MatrixView{w->data<float>() + g * out_c_g * k, k, 1}, out_c_g, k));
+    }
+  }
+  std::string name() const override { return std::string("cpu/conv_nd-") + gemm_.name; }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    const int64_t rank = x.rank();
+    if (x.dtype() != DType::kFloat32 || w.dtype() != DType::kFloat32 || (rank != 3 && rank != 5) ||
+        w.rank() != rank || (bias && (bias->dtype() != DType::kFloat32 || bias->numel() != w.dim(0))))
+      return fallback(ctx);
+    if (w.dim(1) * group_ != x.dim(1) || w.dim(0) % group_ != 0) return fallback(ctx);
+    const size_t spatial = static_cast<size_t>(rank - 2);
+    Shape in_sp(x.shape().begin() + 2, x.shape().end());
+    std::vector<int64_t> k_sp(w.shape().begin() + 2, w.shape().end());
+    if (!window_ || in_sp != in_sp_ || k_sp != k_sp_) {
+      PG_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(ctx.node(), in_sp, k_sp, false));
+      window_ = std::move(g);
+      in_sp_ = in_sp;
+      k_sp_ = k_sp;
+    }
+    Geometry3 g;
+    for (size_t i = 0; i < 3; ++i) {
+      const bool real = i + spatial >= 3;  // 1-D fills W only
+      const size_t j = real ? i + spatial - 3 : 0;
+      g.in[i] = real ? in_sp[j] : 1;
+      g.out[i] = real ? window_->output[j] : 1;
+      g.k[i] = real ? k_sp[j] : 1;
+      g.stride[i] = real ? window_->strides[j] : 1;
+      g.dil[i] = real ? window_->dilations[j] : 1;
+      g.pad[i] = real ? window_->pads_begin[j] : 0;
+    }
+    Tensor& y = ctx.output_for_overwrite(0);
+    if (y.numel() == 0) return Status::ok();
+    bool broadcast_z = false;
+    const Tensor* z = residual_input(ctx, fused_, y, &broadcast_z);
+    if (broadcast_z) return fallback(ctx);
+    const int64_t batch = x.dim(0), in_c = x.dim(1), out_c = w.dim(0);
+    const int64_t in_c_g = in_c / group_, out_c_g = out_c / group_;
+    const int64_t taps = g.k[0] * g.k[1] * g.k[2], k = in_c_g * taps;
+    const int64_t slice = g.out[1] * g.out[2], out_sp = g.out[0] * slice;
+    const int64_t in_sp_n = g.in[0] * g.in[1] * g.in[2];
+    const bool use_packed = static_cast<int64_t>(packed_.size()) == group_ &&
+                            packed_[0].rows() == out_c_g && packed_[0].cols() == k;
+    if (!use_packed && !packed_.empty()) return fallback(ctx);
+    // Output depth slices per im2col block.
+    const int64_t per_block = std::clamp<int64_t>(
+        kIm2colBytes / std::max<int64_t>(1, k * slice * 4), 1, g.out[0]);
+    float* col = conv_scratch_floats(static_cast<size_t>(k * per_block * slice));
+    const float* px = x.data<float>();
+    const float* pw = w.data<float>();
+    float* py = y.data<float>();
+    const int threads = ctx.num_threads();
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t grp = 0; grp < group_; ++grp) {
+        const float* xg = px + (n * in_c + grp * in_c_g) * in_sp_n;
+        const int64_t y_off = (n * out_c + grp * out_c_g) * out_sp;
+        for (int64_t d0 = 0; d0 < g.out[0]; d0 += per_block) {
+          const int64_t nd = std::min(per_block, g.out[0] - d0), cols = nd * slice;
+          fill_im2col(xg, g, d0, nd, k, taps, col, threads);
+          GemmEpilogue ep = activation_epilogue(fused_);
+          ep.residual = z ? z->data<float>() + y_off + d0 * slice : nullptr;
+          ep.ldr = out_sp;
+          if (bias) {
+            ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+            ep.bias = bias->data<float>() + grp * out_c_g;
+          }
+          const GemmOperand a = use_packed ? GemmOperand::of(packed_[static_cast<size_t>(grp)])
+                                           : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
+          f32_gemm(gemm_, out_c_g, cols, k, a, GemmOperand::of(col, cols, 1),
+                   py + y_off + d0 * slice, out_sp, 1.0f, 0.0f, ep, threads);
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  // col (K, nd * OH * OW): row r = (ci, kd, kh, kw), column = output (d0 + dd, oh, ow).
+  static void fill_im2col(const float* x, const Geometry3& g, int64_t d0, int64_t nd, int64_t k,
+                          int64_t taps, float* col, int threads) {
+    const int64_t slice = g.out[1] * g.out[2], cols = nd * slice;
+    const int64_t plane = g.in[1] * g.in[2];
+    cpu_thread_pool().parallel_for(k, threads, [&](int64_t r, int) {
+      const int64_t ci = r / taps, t = r % taps;
+      const int64_t kd = t / (g.k[1] * g.k[2]), kh = (t / g.k[2]) % g.k[1], kw = t % g.k[2];
+      float* row = col + r * cols;
+      const float* xc = x + ci * g.in[0] * plane;
+      for (int64_t dd = 0; dd < nd; ++dd) {
+        const int64_t id = (d0 + dd) * g.stride[0] + kd * g.dil[0] - g.pad[0];
+        float* out = row + dd * slice;
+        if (id < 0 || id >= g.in[0]) {
+          std::fill(out, out + slice, 0.0f);
+          continue;
+        }
+        const float* xp = xc + id * plane;
+        // Output columns whose input column is inside: ow in [q0, q1).
+        const int64_t off = kw * g.dil[2] - g.pad[2], sw = g.stride[2];
+        const int64_t q0 = std::min(g.out[2], off >= 0 ? 0 : (-off + sw - 1) / sw);
+        int64_t q1 = g.in[2] - off <= 0 ? 0 : (g.in[2] - off + sw - 1) / sw;
+        q1 = std::clamp(q1, q0, g.out[2]);
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          const int64_t ih = oh * g.stride[1] + kh * g.dil[1] - g.pad[1];
+          float* o = out + oh * g.out[2];
+          if (ih < 0 || ih >= g.in[1]) {
+            std::fill(o, o + g.out[2], 0.0f);
+            continue;
+          }
+          const float* xr = xp + ih * g.in[2] + off;
+          std::fill(o, o + q0, 0.0f);
+          if (sw == 1) {
+            std::memcpy(o + q0, xr + q0, static_cast<size_t>(q1 - q0) * sizeof(float));
+          } else {
+            for (int64_t q = q0; q < q1; ++q) o[q] = xr[q * sw];
+          }
+          std::fill(o + q1, o + g.out[2], 0.0f);
+        }
+      }
+    });
+  }
+
+  Status fallback(KernelContext& ctx) {
+    if (packed_.empty()) return run_reference(ctx);
+    Tensor w = Tensor::zeros(DType::kFloat32, ctx.input(1).shape());
+    const int64_t group_floats = packed_[0].rows() * packed_[0].cols();
+    for (size_t g = 0; g < packed_.size(); ++g)
+      packed_[g].unpack(w.data<float>() + static_cast<int64_t>(g) * group_floats);
+    return run_reference_with_input(ctx, 1, std::move(w));
+  }
+
+  const GemmKernelInfo& gemm_;
+  int64_t group_;
+  FusedEpilogue fused_;
+  std::vector<PackedMatrix> packed_;  // one (Cout_g, K) A per group
+  std::optional<WindowGeometry> window_;
+  Shape in_sp_;
+  std::vector<int64_t> k_sp_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nd(const ir::Node& node, const Tensor* w,
+                                                          const FusedEpilogue& fused) {
+  ir::AttrView attrs(node);
+  PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
+  if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
+  const int64_t rows = w ? w->dim(0) / group : 0;
+  return std::unique_ptr<PreparedKernel>(
+      new ConvNdKernel(f32_gemm_kernel_for_shape(rows, 0), group, w, fused));
+}
+
+}  // namespace peregrine::cpu
