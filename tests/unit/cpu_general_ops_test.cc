@@ -500,3 +500,40 @@ TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
 
 }  // namespace
 }  // namespace peregrine::cpu
+
+namespace peregrine::cpu {
+namespace {
+
+// ---- plane normalizations, IsNaN / IsInf -----------------------------------------------------
+
+TEST(CpuPlaneNorm, InstanceAndBatchNormMatchReference) {
+  for (const Shape& x : {Shape{2, 5, 7, 9}, Shape{1, 3, 1000}, Shape{2, 4, 3, 2, 5}}) {
+    SCOPED_TRACE(shape_to_string(x));
+    const int64_t c = x[1];
+    Tensor xt = random_tensor(x, 1, 2.0f, 4.0f);  // a large mean: the centred variance matters
+    OneNodeGraph in("InstanceNormalization",
+                    {{"X", xt}, {"S", random_tensor({c}, 2)}, {"B", random_tensor({c}, 3)}},
+                    {false, true, true}, {float_attr("epsilon", 1e-3f)});
+    compare_with_reference(in, cpu_backend(), "cpu/instance_norm", 2e-5f, 1e-4f);
+    OneNodeGraph bn("BatchNormalization",
+                    {{"X", xt}, {"S", random_tensor({c}, 4)}, {"B", random_tensor({c}, 5)},
+                     {"M", random_tensor({c}, 6)}, {"V", random_tensor({c}, 7, 0.5f, 2.0f)}},
+                    {false, true, true, true, true}, {});
+    compare_with_reference(bn, cpu_backend(), "cpu/batch_norm", 1e-5f, 1e-5f);
+  }
+}
+
+TEST(CpuElementwiseMap, IsNaNAndIsInf) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = Tensor::from_vector<float>(
+      {1.0f, -inf, inf, std::numeric_limits<float>::quiet_NaN(), 0.0f, -2.0f}, {2, 3});
+  OneNodeGraph nan("IsNaN", {{"X", x}}, {false}, {});
+  compare_exact(nan, "cpu/elementwise-map");
+  for (int64_t neg : {0, 1}) {
+    OneNodeGraph g("IsInf", {{"X", x}}, {false}, {int_attr("detect_negative", neg)});
+    compare_exact(g, "cpu/elementwise-map");
+  }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu

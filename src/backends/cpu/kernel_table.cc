@@ -43,6 +43,9 @@ Expected<std::unique_ptr<PreparedKernel>> resize_linear(const CpuPrepareArgs& a)
 Expected<std::unique_ptr<PreparedKernel>> recurrent(const CpuPrepareArgs& a) {
   return prepare_recurrent(a.node, a.constants);
 }
+Expected<std::unique_ptr<PreparedKernel>> plane_norm(const CpuPrepareArgs& a) {
+  return prepare_plane_norm(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> transpose(const CpuPrepareArgs& a) {
   return prepare_transpose(a.node);
 }
@@ -142,6 +145,10 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "LayerNormalization", 1, kMax, R::kFloat32Data, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
   {kPg, "LayerNormalization", 1, 1, R::kFloat32Data, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
   {kPg, "RMSNormalization", 1, 1, R::kFloat32Data, nullptr, softmax_layernorm, "kernels/softmax_layernorm.cc"},
+  {"",  "InstanceNormalization", 6, kMax, R::kFloat32, nullptr, plane_norm, "kernels/normalization.cc"},
+  {"",  "BatchNormalization", 9, kMax, R::kFloat32, nullptr, plane_norm, "kernels/normalization.cc"},
+  {"",  "IsNaN",         9, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
+  {"",  "IsInf",         10, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
   // Pooling, 2-D windows and global (kernels/pool.cc).
   {"",  "MaxPool",       1, kMax, R::kFloat32, claims_pool, pool, "kernels/pool.cc"},
   {"",  "AveragePool",   1, kMax, R::kFloat32, claims_pool, pool, "kernels/pool.cc"},

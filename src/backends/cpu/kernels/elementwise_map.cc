@@ -4,7 +4,7 @@
 //     HardSigmoid HardSwish LeakyRelu Elu Selu Celu Clip (bounds as attributes or inputs);
 //   float32 binary with broadcasting: Pow Max Min (two inputs) PRelu;
 //   comparisons Equal Less LessOrEqual Greater GreaterOrEqual on float32 / int32 / int64 (and
-//     bool for Equal), And Or on bool, Not, and Where on any fixed-size dtype.
+//     bool for Equal), And Or on bool, Not, IsNaN IsInf, and Where on any fixed-size dtype.
 // Maps are plain loops over contiguous runs, written so the compiler vectorizes the cheap ones
 // for the baseline ISA; transcendental ones call std:: in float. Broadcasting merges the output
 // dims into groups where every operand is full or broadcast alike (as kernels/elementwise.cc
@@ -32,7 +32,7 @@ enum class MapOp {
   kHardSigmoid, kHardSwish, kLeakyRelu, kElu, kSelu, kCelu, kClip,                // unary
   kPow, kMax, kMin, kPRelu,                                                       // binary f32
   kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual, kAnd, kOr, kNot,        // to bool
-  kWhere,
+  kWhere, kIsNaN, kIsInf,
 };
 
 struct MapOpName {
@@ -51,6 +51,7 @@ constexpr MapOpName kMapOps[] = {
     {"Equal", MapOp::kEqual}, {"Less", MapOp::kLess}, {"LessOrEqual", MapOp::kLessOrEqual},
     {"Greater", MapOp::kGreater}, {"GreaterOrEqual", MapOp::kGreaterOrEqual},
     {"And", MapOp::kAnd}, {"Or", MapOp::kOr}, {"Not", MapOp::kNot}, {"Where", MapOp::kWhere},
+    {"IsNaN", MapOp::kIsNaN}, {"IsInf", MapOp::kIsInf},
 };
 
 bool map_op_of(const ir::Node& node, MapOp* op) {
@@ -245,6 +246,7 @@ class ElementwiseMapKernel : public PreparedKernel {
     if (is_unary_f32(op_)) return run_unary_op(ctx);
     if (op_ == MapOp::kNot) return run_not(ctx);
     if (op_ == MapOp::kWhere) return run_where(ctx);
+    if (op_ == MapOp::kIsNaN || op_ == MapOp::kIsInf) return run_classify(ctx);
     return run_binary_op(ctx);
   }
 
@@ -271,6 +273,24 @@ class ElementwiseMapKernel : public PreparedKernel {
       const int64_t i0 = t * chunk;
       run_unary(op_, p, px + i0, py + i0, std::min(chunk, n - i0));
     });
+    return Status::ok();
+  }
+
+  // IsNaN, IsInf (detect_negative / detect_positive in params_.lo / hi as 0 or 1).
+  Status run_classify(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::kFloat32) return run_reference(ctx);
+    Tensor& y = ctx.output_for_overwrite(0);
+    const float* px = x.data<float>();
+    bool* py = y.data<bool>();
+    const int64_t n = x.numel();
+    if (op_ == MapOp::kIsNaN) {
+      for (int64_t i = 0; i < n; ++i) py[i] = px[i] != px[i];
+      return Status::ok();
+    }
+    const bool neg = params_.lo != 0, pos = params_.hi != 0;
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) py[i] = (pos && px[i] == inf) || (neg && px[i] == -inf);
     return Status::ok();
   }
 
@@ -450,6 +470,13 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node
     case MapOp::kSelu: {
       PG_ASSIGN_OR_RETURN(p.alpha, attrs.get_float("alpha", 1.67326319217681884765625f));
       PG_ASSIGN_OR_RETURN(p.gamma, attrs.get_float("gamma", 1.05070102214813232421875f));
+      break;
+    }
+    case MapOp::kIsInf: {
+      PG_ASSIGN_OR_RETURN(int64_t neg, attrs.get_int("detect_negative", 1));
+      PG_ASSIGN_OR_RETURN(int64_t pos, attrs.get_int("detect_positive", 1));
+      p.lo = neg != 0 ? 1.0f : 0.0f;
+      p.hi = pos != 0 ? 1.0f : 0.0f;
       break;
     }
     case MapOp::kClip:

@@ -40,6 +40,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_resize_linear(const ir::Node& 
 bool claims_recurrent(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_recurrent(
     const ir::Node& node, const std::vector<const Tensor*>& constants);
+// InstanceNormalization, inference BatchNormalization (kernels/normalization.cc).
+bool claims_plane_norm(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_plane_norm(const ir::Node& node);
 // Unary maps with parameters, Pow / Max / Min / PRelu, comparisons, logic and Where, with
 // broadcasting (kernels/elementwise_map.cc).
 bool claims_elementwise_map(const ir::Node& node);
