@@ -537,3 +537,32 @@ TEST(CpuElementwiseMap, IsNaNAndIsInf) {
 
 }  // namespace
 }  // namespace peregrine::cpu
+
+namespace peregrine::cpu {
+namespace {
+
+TEST(CpuEinsum, TwoOperandEquationsMatchReference) {
+  struct E {
+    const char* eq;
+    Shape a, b;
+  };
+  const E cases[] = {
+      {"B G H I D, B G H J D -> B G H I J", {2, 3, 2, 5, 7}, {2, 3, 2, 6, 7}},  // MaxViT
+      {"bghij,bghjd->bghid", {2, 1, 3, 5, 6}, {2, 1, 3, 6, 4}},
+      {"ij,jk->ik", {5, 7}, {7, 3}},
+      {"ji,jk->ki", {7, 5}, {7, 3}},         // A transposed, output permuted
+      {"bqd,bkd->bqk", {3, 4, 8}, {3, 6, 8}},
+      {"nchw,kc->nkhw", {2, 3, 4, 5}, {6, 3}}, // permuted operand
+      {"i,j->ij", {4}, {5}},                 // outer product
+      {"i,i->", {9}, {9}},                   // dot
+  };
+  for (const E& e : cases) {
+    SCOPED_TRACE(e.eq);
+    OneNodeGraph g("Einsum", {{"A", random_tensor(e.a, 1)}, {"B", random_tensor(e.b, 2)}},
+                   {false, false}, {string_attr("equation", e.eq)}, "", 12);
+    compare_with_reference(g, cpu_backend(), "cpu/einsum-", 1e-5f, 1e-5f);
+  }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu

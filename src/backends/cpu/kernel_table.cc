@@ -46,6 +46,9 @@ Expected<std::unique_ptr<PreparedKernel>> recurrent(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> plane_norm(const CpuPrepareArgs& a) {
   return prepare_plane_norm(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> einsum(const CpuPrepareArgs& a) {
+  return prepare_einsum(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> transpose(const CpuPrepareArgs& a) {
   return prepare_transpose(a.node);
 }
@@ -92,6 +95,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {kPg, "ConvNhwc",      1, 1,    R::kFloat32, nullptr, conv_nhwc, "kernels/conv_nhwc.cc"},
   {"",  "ConvTranspose", 1, kMax, R::kFloat32, nullptr, conv_transpose, "kernels/conv_transpose.cc"},
   {kPg, "Attention",     1, 1,    R::kFloat32, nullptr, attention, "kernels/attention.cc"},
+  {"",  "Einsum",        12, kMax, R::kFloat32, claims_einsum, einsum, "kernels/einsum.cc"},
   // Recurrent cells (kernels/rnn.cc).
   {"",  "LSTM",          7, kMax, R::kFloat32Data, claims_recurrent, recurrent, "kernels/rnn.cc"},
   {"",  "GRU",           7, kMax, R::kFloat32Data, claims_recurrent, recurrent, "kernels/rnn.cc"},

@@ -43,6 +43,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_recurrent(
 // InstanceNormalization, inference BatchNormalization (kernels/normalization.cc).
 bool claims_plane_norm(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_plane_norm(const ir::Node& node);
+// Two-operand Einsum as batched GEMM (kernels/einsum.cc).
+bool claims_einsum(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_einsum(const ir::Node& node);
 // Unary maps with parameters, Pow / Max / Min / PRelu, comparisons, logic and Where, with
 // broadcasting (kernels/elementwise_map.cc).
 bool claims_elementwise_map(const ir::Node& node);
