@@ -566,3 +566,24 @@ TEST(CpuEinsum, TwoOperandEquationsMatchReference) {
 
 }  // namespace
 }  // namespace peregrine::cpu
+
+namespace peregrine::cpu {
+namespace {
+
+TEST(CpuGridSample, ModesPaddingsAlignMatchReference) {
+  Tensor x = random_tensor({2, 3, 7, 9}, 1);
+  Tensor grid = random_tensor({2, 5, 6, 2}, 2, -1.3f, 1.3f);  // some samples outside
+  for (const char* mode : {"bilinear", "nearest"})
+    for (const char* pad : {"zeros", "border", "reflection"})
+      for (int64_t align : {0, 1}) {
+        SCOPED_TRACE(std::string(mode) + " " + pad + " align " + std::to_string(align));
+        OneNodeGraph g("GridSample", {{"X", x}, {"G", grid}}, {false, false},
+                       {string_attr("mode", mode), string_attr("padding_mode", pad),
+                        int_attr("align_corners", align)},
+                       "", 16);
+        compare_with_reference(g, cpu_backend(), "cpu/grid_sample", 1e-5f, 1e-5f);
+      }
+}
+
+}  // namespace
+}  // namespace peregrine::cpu

@@ -49,6 +49,9 @@ Expected<std::unique_ptr<PreparedKernel>> plane_norm(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> einsum(const CpuPrepareArgs& a) {
   return prepare_einsum(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> grid_sample(const CpuPrepareArgs& a) {
+  return prepare_grid_sample(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> transpose(const CpuPrepareArgs& a) {
   return prepare_transpose(a.node);
 }
@@ -176,6 +179,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "Split",         1, kMax, R::kAny,     nullptr, concat_split, "kernels/concat_split.cc"},
   {"",  "Resize",        10, kMax, R::kAny,    claims_resize_nearest, resize_nearest, "kernels/resize_nearest.cc"},
   {"",  "Resize",        11, kMax, R::kFloat32Data, claims_resize_linear, resize_linear, "kernels/resize_linear.cc"},
+  {"",  "GridSample",    16, kMax, R::kFloat32, claims_grid_sample, grid_sample, "kernels/grid_sample.cc"},
   {"",  "Slice",         1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
   {"",  "Pad",           1, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},
   {"",  "Tile",          6, kMax, R::kAny,     nullptr, map_copy, "kernels/data_movement.cc"},

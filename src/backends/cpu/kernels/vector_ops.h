@@ -46,6 +46,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_plane_norm(const ir::Node& nod
 // Two-operand Einsum as batched GEMM (kernels/einsum.cc).
 bool claims_einsum(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_einsum(const ir::Node& node);
+// GridSample, 4-D, linear / nearest (kernels/grid_sample.cc).
+bool claims_grid_sample(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_grid_sample(const ir::Node& node);
 // Unary maps with parameters, Pow / Max / Min / PRelu, comparisons, logic and Where, with
 // broadcasting (kernels/elementwise_map.cc).
 bool claims_elementwise_map(const ir::Node& node);
