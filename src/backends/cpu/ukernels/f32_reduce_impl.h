@@ -33,6 +33,10 @@ struct Prod {
   static float fold(float a, float v) { return a * v; }
 };
 
+// Short rows (a 7x7 plane) would never fill kLanes: the rest of a row folds kShortLanes at a
+// time before the scalar tail.
+constexpr size_t kShortLanes = 16;
+
 template <typename Op>
 inline float row_fold(const float* x, size_t n, float init) {
   float acc[kLanes];
@@ -40,6 +44,8 @@ inline float row_fold(const float* x, size_t n, float init) {
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (size_t l = 0; l < kLanes; ++l) acc[l] = Op::fold(acc[l], Op::map(x[i + l]));
+  for (; i + kShortLanes <= n; i += kShortLanes)
+    for (size_t l = 0; l < kShortLanes; ++l) acc[l] = Op::fold(acc[l], Op::map(x[i + l]));
   float r = init;
   for (size_t l = 0; l < kLanes; ++l) r = Op::fold(r, acc[l]);
   for (; i < n; ++i) r = Op::fold(r, Op::map(x[i]));
