@@ -9,6 +9,7 @@ For each model, `peregrine profile --json` (after fusion, per node) gives:
                     (kernel "reference", or a CPU kernel's "reference (fallback of ...)" for a
                     case it has no path for), and which op types those were, with their time;
   top op types      the op types taking the most time, with the kernel that ran them;
+  exec us/node      the executor's time between kernels per node (profile's estimate);
   worst GEMM-class  Conv / MatMul / Gemm nodes and their fused forms furthest below their
                     roofline bound (percent_of_roof), the T worst over all models.
 The issue's targets: reference_share <= 2% per model; no GEMM-class node below 50% of roof.
@@ -64,6 +65,7 @@ def summarize(model, prof, top):
         "latency_ms": prof["latency_median_ms"],
         "node_time_ms": total / 1000.0,
         "nodes": len(nodes),
+        "executor_us_per_node": prof.get("executor_overhead_us_per_node"),
         "reference_share": ref_us / total,
         "reference_ops": {k: {"us": round(v["us"], 1), "count": v["count"]}
                           for k, v in sorted(ref.items(), key=lambda kv: -kv[1]["us"])},
@@ -98,13 +100,16 @@ def main():
         print(json.dumps({"threads": args.threads, "models": results, "worst_gemm_nodes": worst},
                          indent=1))
         return 1 if failed else 0
-    print(f"{'model':34} {'ms':>9} {'nodes':>6} {'on reference':>13}  reference op types")
+    print(f"{'model':34} {'ms':>9} {'nodes':>6} {'exec us/node':>12} {'on reference':>13}  "
+          "reference op types")
     for r in results:
         if "error" in r:
             print(f"{r['model']:34} error: {r['error']}")
             continue
         refs = ", ".join(f"{k} {v['us'] / 1000:.2f} ms" for k, v in r["reference_ops"].items())
-        print(f"{r['model']:34} {r['latency_ms']:9.2f} {r['nodes']:6d} "
+        ex = r["executor_us_per_node"]
+        ex = f"{ex:12.2f}" if ex is not None else f"{'-':>12}"
+        print(f"{r['model']:34} {r['latency_ms']:9.2f} {r['nodes']:6d} {ex} "
               f"{100 * r['reference_share']:12.1f}%  {refs}")
     for r in results:
         if "error" in r:

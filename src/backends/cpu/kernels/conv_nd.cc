@@ -1,10 +1,11 @@
 // CPU kernel of 1-D and 3-D convolution (float32, any strides, dilations, pads and groups; the
 // fused forms' bias, residual and activation in the GEMM epilogue). Both are one GEMM shape with
 // the spatial dims padded to three, (D, H, W) with 1s: per group, A = the weights (Cout_g,
-// K = Cin_g * KD * KH * KW), packed once; B = the im2col matrix (K, N) of a run of output depth
-// slices, materialized in a scratch buffer of at most kIm2colBytes (threads fill its rows); C =
-// those slices of the output, contiguous per channel (row stride OD * OH * OW). 1-D convs are one
-// slice: B is (Cin_g * KW, OW). 2-D convs have their own kernel (kernels/conv.cc).
+// K = Cin_g * KD * KH * KW), packed once; B = the im2col matrix (K, N) of a run of output rows
+// ((depth, height) pairs of OW columns), materialized in a scratch buffer of about kIm2colBytes
+// (threads fill its rows); C = those output rows, contiguous per channel (row stride
+// OD * OH * OW). 1-D convs are one output row: B is (Cin_g * KW, OW). 2-D convs have their own
+// kernel (kernels/conv.cc).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -79,15 +80,17 @@ class ConvNdKernel : public PreparedKernel {
     const int64_t batch = x.dim(0), in_c = x.dim(1), out_c = w.dim(0);
     const int64_t in_c_g = in_c / group_, out_c_g = out_c / group_;
     const int64_t taps = g.k[0] * g.k[1] * g.k[2], k = in_c_g * taps;
-    const int64_t slice = g.out[1] * g.out[2], out_sp = g.out[0] * slice;
+    const int64_t out_sp = g.out[0] * g.out[1] * g.out[2];
     const int64_t in_sp_n = g.in[0] * g.in[1] * g.in[2];
     const bool use_packed = static_cast<int64_t>(packed_.size()) == group_ &&
                             packed_[0].rows() == out_c_g && packed_[0].cols() == k;
     if (!use_packed && !packed_.empty()) return fallback(ctx);
-    // Output depth slices per im2col block.
+    // Output rows (depth slice, output row) per im2col block: consecutive ones are consecutive
+    // columns of C, so a block is one GEMM.
+    const int64_t rows = g.out[0] * g.out[1];
     const int64_t per_block = std::clamp<int64_t>(
-        kIm2colBytes / std::max<int64_t>(1, k * slice * 4), 1, g.out[0]);
-    float* col = conv_scratch_floats(static_cast<size_t>(k * per_block * slice));
+        kIm2colBytes / std::max<int64_t>(1, k * g.out[2] * 4), 1, rows);
+    float* col = conv_scratch_floats(static_cast<size_t>(k * per_block * g.out[2]));
     const float* px = x.data<float>();
     const float* pw = w.data<float>();
     float* py = y.data<float>();
@@ -96,11 +99,11 @@ class ConvNdKernel : public PreparedKernel {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* xg = px + (n * in_c + grp * in_c_g) * in_sp_n;
         const int64_t y_off = (n * out_c + grp * out_c_g) * out_sp;
-        for (int64_t d0 = 0; d0 < g.out[0]; d0 += per_block) {
-          const int64_t nd = std::min(per_block, g.out[0] - d0), cols = nd * slice;
-          fill_im2col(xg, g, d0, nd, k, taps, col, threads);
+        for (int64_t r0 = 0; r0 < rows; r0 += per_block) {
+          const int64_t nr = std::min(per_block, rows - r0), cols = nr * g.out[2];
+          fill_im2col(xg, g, r0, nr, taps, k, col, threads);
           GemmEpilogue ep = activation_epilogue(fused_);
-          ep.residual = z ? z->data<float>() + y_off + d0 * slice : nullptr;
+          ep.residual = z ? z->data<float>() + y_off + r0 * g.out[2] : nullptr;
           ep.ldr = out_sp;
           if (bias) {
             ep.bias_kind = GemmEpilogue::Bias::kPerRow;
@@ -109,7 +112,7 @@ class ConvNdKernel : public PreparedKernel {
           const GemmOperand a = use_packed ? GemmOperand::of(packed_[static_cast<size_t>(grp)])
                                            : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
           f32_gemm(gemm_, out_c_g, cols, k, a, GemmOperand::of(col, cols, 1),
-                   py + y_off + d0 * slice, out_sp, 1.0f, 0.0f, ep, threads);
+                   py + y_off + r0 * g.out[2], out_sp, 1.0f, 0.0f, ep, threads);
         }
       }
     }
@@ -117,45 +120,38 @@ class ConvNdKernel : public PreparedKernel {
   }
 
  private:
-  // col (K, nd * OH * OW): row r = (ci, kd, kh, kw), column = output (d0 + dd, oh, ow).
-  static void fill_im2col(const float* x, const Geometry3& g, int64_t d0, int64_t nd, int64_t k,
-                          int64_t taps, float* col, int threads) {
-    const int64_t slice = g.out[1] * g.out[2], cols = nd * slice;
-    const int64_t plane = g.in[1] * g.in[2];
+  // col (K, nr * OW): row r = (ci, kd, kh, kw), column = output row r0 + i (a (depth, height)
+  // pair) times OW plus the output column.
+  static void fill_im2col(const float* x, const Geometry3& g, int64_t r0, int64_t nr,
+                          int64_t taps, int64_t k, float* col, int threads) {
+    const int64_t cols = nr * g.out[2], plane = g.in[1] * g.in[2];
     cpu_thread_pool().parallel_for(k, threads, [&](int64_t r, int) {
       const int64_t ci = r / taps, t = r % taps;
       const int64_t kd = t / (g.k[1] * g.k[2]), kh = (t / g.k[2]) % g.k[1], kw = t % g.k[2];
       float* row = col + r * cols;
       const float* xc = x + ci * g.in[0] * plane;
-      for (int64_t dd = 0; dd < nd; ++dd) {
-        const int64_t id = (d0 + dd) * g.stride[0] + kd * g.dil[0] - g.pad[0];
-        float* out = row + dd * slice;
-        if (id < 0 || id >= g.in[0]) {
-          std::fill(out, out + slice, 0.0f);
+      // Output columns whose input column is inside: ow in [q0, q1).
+      const int64_t off = kw * g.dil[2] - g.pad[2], sw = g.stride[2];
+      const int64_t q0 = std::min(g.out[2], off >= 0 ? 0 : (-off + sw - 1) / sw);
+      int64_t q1 = g.in[2] - off <= 0 ? 0 : (g.in[2] - off + sw - 1) / sw;
+      q1 = std::clamp(q1, q0, g.out[2]);
+      for (int64_t i = 0; i < nr; ++i) {
+        const int64_t od = (r0 + i) / g.out[1], oh = (r0 + i) % g.out[1];
+        const int64_t id = od * g.stride[0] + kd * g.dil[0] - g.pad[0];
+        const int64_t ih = oh * g.stride[1] + kh * g.dil[1] - g.pad[1];
+        float* o = row + i * g.out[2];
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+          std::fill(o, o + g.out[2], 0.0f);
           continue;
         }
-        const float* xp = xc + id * plane;
-        // Output columns whose input column is inside: ow in [q0, q1).
-        const int64_t off = kw * g.dil[2] - g.pad[2], sw = g.stride[2];
-        const int64_t q0 = std::min(g.out[2], off >= 0 ? 0 : (-off + sw - 1) / sw);
-        int64_t q1 = g.in[2] - off <= 0 ? 0 : (g.in[2] - off + sw - 1) / sw;
-        q1 = std::clamp(q1, q0, g.out[2]);
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          const int64_t ih = oh * g.stride[1] + kh * g.dil[1] - g.pad[1];
-          float* o = out + oh * g.out[2];
-          if (ih < 0 || ih >= g.in[1]) {
-            std::fill(o, o + g.out[2], 0.0f);
-            continue;
-          }
-          const float* xr = xp + ih * g.in[2] + off;
-          std::fill(o, o + q0, 0.0f);
-          if (sw == 1) {
-            std::memcpy(o + q0, xr + q0, static_cast<size_t>(q1 - q0) * sizeof(float));
-          } else {
-            for (int64_t q = q0; q < q1; ++q) o[q] = xr[q * sw];
-          }
-          std::fill(o + q1, o + g.out[2], 0.0f);
+        const float* xr = xc + id * plane + ih * g.in[2] + off;
+        std::fill(o, o + q0, 0.0f);
+        if (sw == 1) {
+          std::memcpy(o + q0, xr + q0, static_cast<size_t>(q1 - q0) * sizeof(float));
+        } else {
+          for (int64_t q = q0; q < q1; ++q) o[q] = xr[q * sw];
         }
+        std::fill(o + q1, o + g.out[2], 0.0f);
       }
     });
   }
