@@ -172,8 +172,8 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
   }
 }
 
-// The clamp a fused micro-kernel applies for `ep`'s activation; false when the activation is
-// not a clamp and needs the full epilogue.
+// The clamp a fused micro-kernel applies for `ep`'s activation (HardSwish: none, the tile
+// epilogue's own step); false when the activation needs the full epilogue.
 bool clamp_of(const GemmEpilogue& ep, float* lo, float* hi) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   switch (ep.activation) {
@@ -186,6 +186,9 @@ bool clamp_of(const GemmEpilogue& ep, float* lo, float* hi) {
     case Activation::kClip:
       *lo = ep.act_alpha, *hi = ep.act_beta;
       return true;
+    case Activation::kHardSwish:  // the tile epilogue's hardswish step, no clamp
+      *lo = -kInf, *hi = kInf;
+      return true;
     default:
       return false;
   }
@@ -196,6 +199,7 @@ F32GemmTileEpilogue tile_epilogue(const GemmEpilogue& ep, float lo, float hi, in
                                   int64_t col0) {
   F32GemmTileEpilogue t;
   t.lo = lo, t.hi = hi;
+  t.hardswish = ep.activation == Activation::kHardSwish;
   if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) t.bias_row = ep.bias + row0;
   if (ep.bias_kind == GemmEpilogue::Bias::kPerColumn) t.bias_col = ep.bias + col0;
   if (ep.residual) {

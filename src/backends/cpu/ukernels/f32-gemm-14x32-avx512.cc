@@ -7,6 +7,7 @@
 // indirect tile: the partial one with a pointer per B row (indirect convolution). One K loop
 // each, templated on how B's rows are found (StridedRows, IndirectRows).
 // Packing and edge contract: ukernels/f32_gemm_ukernels.h.
+#include <algorithm>
 #include <immintrin.h>
 
 #include "backends/cpu/ukernels/f32_gemm_ukernels.h"
@@ -127,6 +128,13 @@ inline __attribute__((always_inline)) void store_rows(const __m512 (&acc0)[R],
       const __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
       v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
       if constexpr (V == 2) v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+      if (ep->hardswish) {
+        const __m512 sixth = _mm512_set1_ps(1.0f / 6.0f), half = _mm512_set1_ps(0.5f);
+        const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+        v0 = _mm512_mul_ps(v0, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v0, sixth, half), zero), one));
+        if constexpr (V == 2)
+          v1 = _mm512_mul_ps(v1, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v1, sixth, half), zero), one));
+      }
     }
     _mm512_mask_storeu_ps(row, m0, v0);
     if constexpr (V == 2) _mm512_mask_storeu_ps(row + 16, m1, v1);
@@ -257,6 +265,7 @@ void column_part(size_t rows, size_t first, size_t count, size_t kc, const float
         v += add;
         if (ep->residual) v += ep->residual[i * ep->ldr + first + j];
         v = v < ep->lo ? ep->lo : v > ep->hi ? ep->hi : v;  // NaN stays NaN
+        if (ep->hardswish) v *= std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
       }
       row[j] = v;
     }

@@ -1,5 +1,6 @@
 // f32 GEMM micro-kernel, portable C++: MR = 4, NR = 8 (32 accumulators the compiler may keep
 // in SSE registers). Packing and edge contract: ukernels/f32_gemm_ukernels.h.
+#include <algorithm>
 #include "backends/cpu/ukernels/f32_gemm_ukernels.h"
 
 namespace peregrine::cpu::scalar {
@@ -46,7 +47,9 @@ void f32_gemm_fused_ukernel_4x8__scalar(size_t kc, const float* a, const float* 
       if (ep.bias_col) v += ep.bias_col[j];
       if (ep.residual) v += ep.residual[i * ep.ldr + j];
       v = v < ep.lo ? ep.lo : v;  // NaN compares false: stays NaN
-      row[j] = v > ep.hi ? ep.hi : v;
+      v = v > ep.hi ? ep.hi : v;
+      if (ep.hardswish) v *= std::min(std::max(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+      row[j] = v;
     }
   }
 }

@@ -112,6 +112,12 @@ inline __attribute__((always_inline)) void gemm_6x16(size_t kc, const float* a, 
       // max/min return their second operand when either is NaN: v last keeps NaN.
       v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0));
       v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
+      if (ep->hardswish) {
+        const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f), half = _mm256_set1_ps(0.5f);
+        const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+        v0 = _mm256_mul_ps(v0, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v0, sixth, half), zero), one));
+        v1 = _mm256_mul_ps(v1, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v1, sixth, half), zero), one));
+      }
       _mm256_storeu_ps(row, v0);
       _mm256_storeu_ps(row + 8, v1);
     }

@@ -30,6 +30,7 @@ struct F32GemmTileEpilogue {
   const float* residual = nullptr;  // (MR, NR), row stride ldr
   size_t ldr = 0;
   float lo = 0.0f, hi = 0.0f;
+  bool hardswish = false;  // after the clamp: v * min(max(v / 6 + 0.5, 0), 1)
 };
 // An edge tile: rows <= MR, cols <= NR of the tile, computed and stored straight into C (no
 // temporary tile); the A panel keeps its MR layout. B: row p of the tile at b + p * ldb
