@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/resize_hw.h"
 #include "backends/cpu/kernels/vector_ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/resize_coordinate.h"
@@ -59,34 +60,16 @@ class ResizeLinearKernel : public PreparedKernel {
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.rank() != 4 || x.dtype() != DType::kFloat32 || !ctx.output_type(0).is_static() ||
-        ctx.opset() < 11)
-      return run_reference(ctx);
-    PG_ASSIGN_OR_RETURN(std::string ctm,
-                        ctx.attrs().get_string("coordinate_transformation_mode", "half_pixel"));
-    PG_ASSIGN_OR_RETURN(int64_t exclude, ctx.attrs().get_int("exclude_outside", 0));
-    PG_ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().get_int("antialias", 0));
-    static const char* kModes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                   "align_corners", "asymmetric"};
-    const bool known_ctm = std::any_of(std::begin(kModes), std::end(kModes),
-                                       [&](const char* m) { return ctm == m; });
-    if (!known_ctm || exclude != 0 || antialias != 0) return run_reference(ctx);
-    ResizePlan plan;
-    bool known = false;
-    const std::string err = plan_resize_node(
-        ctx, x.shape(),
-        [&](size_t i) -> const Tensor* { return ctx.has_input(i) ? &ctx.input(i) : nullptr; },
-        &plan, &known);
-    if (!err.empty() || !known) return run_reference(ctx);
-    for (size_t a = 0; a < 2; ++a)
-      if (plan.out_dims[a] != x.dim(static_cast<int64_t>(a)) || plan.scales[a] != 1.0)
-        return run_reference(ctx);
-    if (plan.out_dims != ctx.output_type(0).dims) return run_reference(ctx);
+    if (x.dtype() != DType::kFloat32 || ctx.opset() < 11) return run_reference(ctx);
+    ResizeHw r;
+    PG_ASSIGN_OR_RETURN(bool mapped, plan_resize_hw(ctx, x, &r));
+    if (!mapped) return run_reference(ctx);
+    const ResizePlan& plan = r.plan;
+    const std::string& ctm = r.ctm;
     const int64_t in_h = x.dim(2), in_w = x.dim(3), out_h = plan.out_dims[2],
                   out_w = plan.out_dims[3];
     Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
-    if (in_h == 0 || in_w == 0) return run_reference(ctx);
     linear_taps(ctm, in_h, out_h, plan.scales[2], &rows_);
     linear_taps(ctm, in_w, out_w, plan.scales[3], &cols_);
     const int threads = ctx.num_threads();

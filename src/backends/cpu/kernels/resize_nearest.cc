@@ -14,6 +14,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/copy_ops.h"
+#include "backends/cpu/kernels/resize_hw.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/resize_coordinate.h"
 #include "ops/resize_util.h"
@@ -105,42 +106,25 @@ class ResizeNearestKernel : public PreparedKernel {
   std::string name() const override { return "cpu/resize_nearest"; }
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.rank() != 4 || !reference_resizes(x.dtype()) || !ctx.output_type(0).is_static())
-      return run_reference(ctx);
-    std::string ctm = "asymmetric", nearest_mode = "simple";  // Resize-10
+    if (!reference_resizes(x.dtype())) return run_reference(ctx);
+    ResizeHw r;
+    PG_ASSIGN_OR_RETURN(bool mapped, plan_resize_hw(ctx, x, &r));
+    std::string nearest_mode = "simple";  // Resize-10
     if (ctx.opset() >= 11) {
-      PG_ASSIGN_OR_RETURN(ctm,
-                          ctx.attrs().get_string("coordinate_transformation_mode", "half_pixel"));
       PG_ASSIGN_OR_RETURN(nearest_mode,
                           ctx.attrs().get_string("nearest_mode", "round_prefer_floor"));
-      PG_ASSIGN_OR_RETURN(int64_t exclude, ctx.attrs().get_int("exclude_outside", 0));
-      PG_ASSIGN_OR_RETURN(int64_t antialias, ctx.attrs().get_int("antialias", 0));
-      static const char* kModes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                     "align_corners", "asymmetric"};
-      const bool known_ctm = std::any_of(std::begin(kModes), std::end(kModes),
-                                         [&](const char* m) { return ctm == m; });
-      const bool known_nearest = nearest_mode == "round_prefer_floor" ||
-                                 nearest_mode == "round_prefer_ceil" || nearest_mode == "floor" ||
-                                 nearest_mode == "ceil";
-      // Errors and crops stay with the reference.
-      if (!known_ctm || !known_nearest || exclude != 0 || antialias != 0) return run_reference(ctx);
     }
-    ResizePlan plan;
-    bool known = false;
-    const std::string err = plan_resize_node(
-        ctx, x.shape(),
-        [&](size_t i) -> const Tensor* { return ctx.has_input(i) ? &ctx.input(i) : nullptr; },
-        &plan, &known);
-    if (!err.empty() || !known) return run_reference(ctx);
-    for (size_t a = 0; a < 2; ++a)
-      if (plan.out_dims[a] != x.dim(static_cast<int64_t>(a)) || plan.scales[a] != 1.0)
-        return run_reference(ctx);
-    if (plan.out_dims != ctx.output_type(0).dims) return run_reference(ctx);
+    const bool known_nearest = (ctx.opset() < 11 && nearest_mode == "simple") ||
+                               nearest_mode == "round_prefer_floor" ||
+                               nearest_mode == "round_prefer_ceil" || nearest_mode == "floor" ||
+                               nearest_mode == "ceil";
+    if (!mapped || !known_nearest) return run_reference(ctx);
+    const ResizePlan& plan = r.plan;
+    const std::string& ctm = r.ctm;
     const int64_t in_h = x.dim(2), in_w = x.dim(3), out_h = plan.out_dims[2],
                   out_w = plan.out_dims[3];
     Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
-    if (in_h == 0 || in_w == 0) return run_reference(ctx);
     nearest_table(ctm, nearest_mode, in_h, out_h, plan.scales[2], &rows_);
     nearest_table(ctm, nearest_mode, in_w, out_w, plan.scales[3], &cols_);
     const int64_t planes = x.dim(0) * x.dim(1);
