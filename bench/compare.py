@@ -38,6 +38,9 @@ loads the model, runs it K (--iterations) times on the same .npy inputs and exit
 Table columns "pg MiB", "ort MiB" (whole-process peak, above-baseline peak in parentheses) and
 "pg/ort MiB". Needs `peregrine bench`. Children start from a small shell (FRESH_PROCESS), since
 Linux would otherwise hand them this process's peak RSS.
+--coverage: after timing, `peregrine profile` of each model (bench/kernel_coverage.py):
+"coverage" holds the share of node time spent on reference kernels and which op types ran
+there, the top op types and their kernels; the table is printed after the latency table.
 --noise-floor: ONNX Runtime again with graph optimizations disabled (ORT_DISABLE_ALL), same
 inputs; "ort_self_agreement" is agreement() of unoptimized against optimized ORT (the same
 fields as "agreement"). It shows how far float32 reordering alone moves the outputs: the floor
@@ -59,6 +62,9 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_coverage  # noqa: E402  (per-node profile summaries)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REL_ERR_FLOOR = 1e-3
@@ -574,6 +580,9 @@ def main(argv=None):
                         help="peak RSS of each engine, each in a fresh child process")
     parser.add_argument("--noise-floor", action="store_true",
                         help="agreement of ORT with graph optimizations off against ORT optimized")
+    parser.add_argument("--coverage", action="store_true",
+                        help="also profile Peregrine per node (bench/kernel_coverage.py): the "
+                             "share of time on reference kernels and the op types that ran there")
     parser.add_argument("--json", action="store_true", help="print results as one JSON object")
     args = parser.parse_args(argv)
     if args.threads < 1 or args.iterations < 1 or args.rounds < 1:
@@ -595,6 +604,15 @@ def main(argv=None):
             results.append(compare_model(model, args, use_openvino))
         except EngineError as e:
             results.append({"model": model, "engines": {}, "errors": {"inputs": str(e)}})
+        if args.coverage:
+            # After the timed runs, so profiling never overlaps them.
+            try:
+                prof = kernel_coverage.profile(args.peregrine, model, args.threads, 3)
+                cov = kernel_coverage.summarize(model, prof, 5)
+                cov.pop("gemm_nodes", None)
+                results[-1]["coverage"] = cov
+            except (RuntimeError, ValueError, KeyError) as e:
+                results[-1]["errors"]["coverage"] = str(e)[:500]
     if args.json:
         import onnxruntime
         doc = {"threads": args.threads, "iterations": args.iterations, "rounds": args.rounds,
@@ -612,6 +630,16 @@ def main(argv=None):
         print(f"threads {args.threads}, {args.rounds} interleaved rounds x {args.iterations} "
               f"iterations, inputs seed {args.seed}")
         print_table(results, use_openvino, args.memory, args.noise_floor)
+        if args.coverage:
+            print("\ncoverage: share of Peregrine's node time on reference kernels")
+            for rec in results:
+                cov = rec.get("coverage")
+                if not cov:
+                    continue
+                refs = ", ".join(f"{k} {v['us'] / 1000:.2f} ms"
+                                 for k, v in cov["reference_ops"].items())
+                print(f"  {os.path.basename(rec['model']):34} "
+                      f"{100 * cov['reference_share']:5.1f}%  {refs}")
     ok = all(not r["errors"] and r.get("agreement", {}).get("agree") for r in results)
     return 0 if ok else 1
 

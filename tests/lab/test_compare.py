@@ -21,6 +21,7 @@ ZOO = os.path.join(REPO, "models", "zoo.py")
 COMPARE = os.path.join(REPO, "bench", "compare.py")
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import compare  # noqa: E402
+import kernel_coverage  # noqa: E402
 
 ENGINE_FIELDS = ("median_ms", "min_ms", "chunk_medians_ms", "timing")
 AGREEMENT_FIELDS = ("max_abs_err", "max_rel_err", "scaled_err", "cosine", "agree", "outputs")
@@ -155,6 +156,22 @@ def test_agreement():
     assert not shape["agree"] and "error" in shape["outputs"]["y"]
 
 
+def test_kernel_coverage_summary():
+    """Reference time counts plain reference nodes and CPU kernels' reference fallbacks."""
+    prof = {"latency_median_ms": 1.0, "nodes": [
+        {"name": "a", "op_type": "Conv", "kernel": "cpu/conv-x", "inputs": "", "median_us": 60.0,
+         "percent_of_roof": 40.0},
+        {"name": "b", "op_type": "Einsum", "kernel": "reference", "inputs": "", "median_us": 30.0},
+        {"name": "c", "op_type": "Conv", "kernel": "reference (fallback of cpu/conv-x)",
+         "inputs": "", "median_us": 10.0, "percent_of_roof": 1.0}]}
+    cov = kernel_coverage.summarize("m.onnx", prof, 5)
+    assert abs(cov["reference_share"] - 0.4) < 1e-12, cov
+    assert cov["reference_ops"] == {"Einsum": {"us": 30.0, "count": 1},
+                                    "Conv": {"us": 10.0, "count": 1}}, cov
+    assert [g["node"] for g in cov["gemm_nodes"]] == ["a", "c"], cov
+    assert cov["top_ops"][0]["op_type"] == "Conv" and abs(cov["top_ops"][0]["share"] - 0.7) < 1e-12
+
+
 def make_bench_stub(tmp, peregrine):
     """A peregrine stand-in whose `bench` prints a fixed report; everything else is real."""
     stub = os.path.join(tmp, "peregrine_stub")
@@ -188,6 +205,7 @@ def main():
         tokens = make_token_model(os.path.join(tmp, "tokens.onnx"))
         test_inputs(tokens)
         test_agreement()
+        test_kernel_coverage_summary()
 
         doc = run_compare(peregrine, [tiny, tokens], "--threads", "1")
         for field in ("threads", "iterations", "rounds", "onnxruntime_version", "models"):
@@ -198,6 +216,11 @@ def main():
         assert doc["models"][1]["inputs"]["input_ids"]["dtype"] == "int64"
         assert "memory" not in doc["models"][0]["engines"]["peregrine"]
         assert "ort_self_agreement" not in doc["models"][0]
+
+        # --coverage: every node of the tiny model runs on a CPU kernel.
+        doc = run_compare(peregrine, [tiny], "--coverage")
+        cov = doc["models"][0]["coverage"]
+        assert cov["nodes"] > 0 and cov["reference_share"] == 0.0, cov
 
         # --memory and --noise-floor on the tiny model: fields exist and are sane.
         doc = run_compare(peregrine, [tiny], "--memory", "--noise-floor")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kernel coverage of models: where Peregrine's time goes, and how much of it on reference kernels.
 
-  python3 bench/coverage.py MODEL.onnx... [--threads N] [--iterations K] [--peregrine PATH]
+  python3 bench/kernel_coverage.py MODEL.onnx... [--threads N] [--iterations K] [--peregrine PATH]
                             [--json] [--top T]
 
 For each model, `peregrine profile --json` (after fusion, per node) gives:
