@@ -434,6 +434,7 @@ class ConvKernel : public PreparedKernel {
                         s.stride_h == 1 && s.stride_w == 1 && s.kh * s.kw > 1 &&
                         tapwise_useful_fraction(s) <= kTapwiseMaxUsefulFraction;
     if (last_run_tapwise_) {
+      last_run_indirect_ = false;
       run_tapwise(px, pb, pz, py, s, threads);
       return Status::ok();
     }
