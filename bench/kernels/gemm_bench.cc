@@ -16,6 +16,9 @@
 //     leaves out, so those rows are the GEMM part only. 3x3 stride-1 convs may run as Winograd
 //     in the engine; here they are the im2col GEMM. The label names the layers and their count.
 //     BiasRelu: the same with a fused conv's bias + Relu epilogue (the fused micro-kernel).
+// Bf16 variants (BM_Bf16Ukernel, BM_ConvGemmResNet50Bf16, BM_LinearGemmBertBf16): the same
+//   shapes on the bf16 GEMM (gemm/bf16_gemm.h, --precision bf16); %peak is still against the
+//   float32 FMA peak, so 200% is the bf16 dot product's nominal twice the rate.
 //   BERT-base encoder (seq 128, hidden 768, FFN 3072): activations (M, K) as A, the weight
 //     pre-packed as B like kernels/matmul.cc: QKV/out projections, FFN up and down.
 // Each at 1 thread (CPU time) and 2 threads (wall time), with GFLOP/s and "%peak": the rate
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 
 namespace {
@@ -271,6 +275,76 @@ void BM_LinearGemmBert(benchmark::State& state) { linear_gemm(state, kBertLinear
 void BM_LinearGemmVit(benchmark::State& state) { linear_gemm(state, kVitLinears, false); }
 void BM_LinearGemmVitColdWeights(benchmark::State& state) { linear_gemm(state, kVitLinears, true); }
 
+
+// The bf16 micro-kernel alone on L1-resident panels (kc = 256).
+void BM_Bf16Ukernel(benchmark::State& state) {
+  const auto* kernel = peregrine::cpu::bf16_gemm_kernel();
+  if (!kernel) {
+    state.SkipWithError(peregrine::cpu::bf16_unavailable_reason().c_str());
+    return;
+  }
+  const size_t kc = 256, kp = kc / 2;
+  std::vector<uint32_t> a(kp * kernel->mr, 0x3f003f00u), c32(kernel->mr * kernel->nr);
+  uint32_t* b = static_cast<uint32_t*>(std::aligned_alloc(64, kp * kernel->nr * 4));
+  for (size_t i = 0; i < kp * kernel->nr; ++i) b[i] = 0x3e803e80u;
+  std::vector<float> c(kernel->mr * kernel->nr);
+  for (auto _ : state) {
+    kernel->ukernel(kernel->mr, kernel->nr, kp, a.data(), b, c.data(), kernel->nr, 1.0f, 1.0f);
+    benchmark::ClobberMemory();
+  }
+  std::free(b);
+  state.SetLabel(kernel->name);
+  set_gemm_counters(state, 2.0 * kc * kernel->mr * kernel->nr, 1);
+}
+BENCHMARK(BM_Bf16Ukernel);
+
+// conv_gemm and linear_gemm on the bf16 GEMM (bias + Relu / bias epilogues).
+void BM_ConvGemmResNet50Bf16(benchmark::State& state) {
+  using namespace peregrine::cpu;
+  const Bf16GemmKernelInfo* kernel = bf16_gemm_kernel();
+  if (!kernel) {
+    state.SkipWithError(bf16_unavailable_reason().c_str());
+    return;
+  }
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  std::vector<float> w(m * k, 0.5f), b(k * n, 0.25f), c(m * n), bias(m, -0.125f);
+  const Bf16PackedMatrix packed_w = Bf16PackedMatrix::pack_a(*kernel, {w.data(), k, 1}, m, k);
+  GemmEpilogue ep;
+  ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+  ep.bias = bias.data();
+  ep.activation = Activation::kRelu;
+  for (auto _ : state) {
+    bf16_gemm(*kernel, m, n, k, Bf16GemmOperand::of(packed_w), Bf16GemmOperand::of(b.data(), n, 1),
+              c.data(), n, 1.0f, 0.0f, ep, f32_gemm_kernel().epilogue, threads);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(layers_of(kResNet50Convs, m, n, k) + " " + kernel->name);
+  set_gemm_counters(state, 2.0 * m * n * k, threads);
+}
+void BM_LinearGemmBertBf16(benchmark::State& state) {
+  using namespace peregrine::cpu;
+  const Bf16GemmKernelInfo* kernel = bf16_gemm_kernel();
+  if (!kernel) {
+    state.SkipWithError(bf16_unavailable_reason().c_str());
+    return;
+  }
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), c(m * n), bias(n, -0.125f);
+  const Bf16PackedMatrix packed_w = Bf16PackedMatrix::pack_b(*kernel, {w.data(), n, 1}, k, n);
+  GemmEpilogue ep;
+  ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+  ep.bias = bias.data();
+  for (auto _ : state) {
+    bf16_gemm(*kernel, m, n, k, Bf16GemmOperand::of(a.data(), k, 1), Bf16GemmOperand::of(packed_w),
+              c.data(), n, 1.0f, 0.0f, ep, f32_gemm_kernel().epilogue, threads);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(layers_of(kBertLinears, m, n, k) + " " + kernel->name);
+  set_gemm_counters(state, 2.0 * m * n * k, threads);
+}
+
 template <size_t kCount>
 void model_shapes(benchmark::internal::Benchmark* b, const ModelGemm (&table)[kCount],
                   int threads) {
@@ -286,6 +360,10 @@ BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 
 BENCHMARK(BM_LinearGemmBert)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 BENCHMARK(BM_LinearGemmVit)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
 BENCHMARK(BM_LinearGemmVit)->Apply([](auto* b) { model_shapes(b, kVitLinears, 2); });
+BENCHMARK(BM_ConvGemmResNet50Bf16)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
+BENCHMARK(BM_ConvGemmResNet50Bf16)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 2); });
+BENCHMARK(BM_LinearGemmBertBf16)->Apply([](auto* b) { model_shapes(b, kBertLinears, 1); });
+BENCHMARK(BM_LinearGemmBertBf16)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 BENCHMARK(BM_LinearGemmVitColdWeights)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
 
 }  // namespace

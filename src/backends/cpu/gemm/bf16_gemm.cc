@@ -1,0 +1,307 @@
+#include "backends/cpu/gemm/bf16_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+// KC * (MR + NR) * 2 bytes of micro-panels (23.5 KiB) fit L1; KC * NC * 2 bytes of B block
+// (256 KiB) fit L2 with room for the A panels streaming through.
+const Bf16GemmKernelInfo kBf16Kernel = {
+    "bf16_gemm_ukernel_14x32__avx512bf16", avx512bf16::bf16_gemm_ukernel_14x32__avx512bf16,
+    avx512bf16::bf16_pack_a_14__avx512bf16, avx512bf16::bf16_pack_b_32__avx512bf16,
+    avx512bf16::kBf16GemmMr, avx512bf16::kBf16GemmNr, /*kc=*/256, /*nc=*/512};
+
+// A not pre-packed is packed whole in chunks of at most this many uint32 (16 MiB), so a very
+// long batch of rows does not hold its whole bf16 copy.
+constexpr int64_t kAChunkMaxPairs = int64_t{1} << 22;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+uint32_t* aligned_words(size_t count) {
+  const size_t bytes = std::max<size_t>(64, (count * 4 + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<uint32_t*>(p);
+}
+
+template <class T>
+class GrowBuffer {  // per thread, only grows: no allocation once a run has seen its sizes
+ public:
+  ~GrowBuffer() { std::free(data_); }
+  T* get(size_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      data_ = reinterpret_cast<T*>(aligned_words(count * sizeof(T) / 4 + 1));
+      capacity_ = count;
+    }
+    return data_;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+struct Bf16Scratch {
+  GrowBuffer<uint32_t> b_pairs;  // a task's B block
+  GrowBuffer<float> b_floats;    // a packer's float32 panels before conversion
+  GrowBuffer<uint32_t> a_whole;  // the calling thread's: A packed for all tasks
+};
+Bf16Scratch& scratch() {
+  thread_local Bf16Scratch s;
+  return s;
+}
+
+uint32_t pair_of(float lo, float hi) {
+  return static_cast<uint32_t>(float_to_bf16_bits(lo)) |
+         (static_cast<uint32_t>(float_to_bf16_bits(hi)) << 16);
+}
+
+// Any-stride packers (weights at prepare time, transposed operands).
+void pack_a_strided(MatrixView a, int64_t i0, int64_t rows, int64_t p0, int64_t kc, int mr,
+                    uint32_t* dst) {
+  for (int64_t q = 0; q < ceil_div(kc, 2); ++q)
+    for (int64_t i = 0; i < mr; ++i) {
+      const float* row = a.data + (i0 + i) * a.rs;
+      const int64_t p = p0 + 2 * q;
+      const bool in = i < rows;
+      dst[q * mr + i] = pair_of(in ? row[p * a.cs] : 0.0f,
+                                in && 2 * q + 1 < kc ? row[(p + 1) * a.cs] : 0.0f);
+    }
+}
+void pack_b_strided(MatrixView b, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
+                    uint32_t* dst) {
+  for (int64_t q = 0; q < ceil_div(kc, 2); ++q)
+    for (int64_t j = 0; j < nr; ++j) {
+      const int64_t p = p0 + 2 * q;
+      const bool in = j < cols;
+      const float* col = b.data + (j0 + j) * b.cs;
+      dst[q * nr + j] = pair_of(in ? col[p * b.rs] : 0.0f,
+                                in && 2 * q + 1 < kc ? col[(p + 1) * b.rs] : 0.0f);
+    }
+}
+
+void pack_a_panel(const Bf16GemmKernelInfo& kernel, MatrixView a, int64_t i0, int64_t rows,
+                  int64_t p0, int64_t kc, uint32_t* dst) {
+  if (a.cs == 1)
+    kernel.pack_a_panel(a.data + i0 * a.rs + p0, static_cast<size_t>(a.rs),
+                        static_cast<size_t>(rows), static_cast<size_t>(kc), dst);
+  else
+    pack_a_strided(a, i0, rows, p0, kc, kernel.mr, dst);
+}
+void pack_b_panel(const Bf16GemmKernelInfo& kernel, MatrixView b, int64_t p0, int64_t kc,
+                  int64_t j0, int64_t cols, uint32_t* dst) {
+  if (b.cs == 1)
+    kernel.pack_b_panel(b.data + p0 * b.rs + j0, static_cast<size_t>(b.rs),
+                        static_cast<size_t>(kc), static_cast<size_t>(cols), dst);
+  else
+    pack_b_strided(b, p0, kc, j0, cols, kernel.nr, dst);
+}
+
+// Panels in the packed layout (Bf16PackedMatrix): K blocks of kc, each `panels` panels of
+// (ceil(kcur / 2), width) uint32.
+struct PanelLayout {
+  const uint32_t* base;
+  int64_t panels, depth;
+  int width, kc;
+  int64_t stride(int64_t p0) const {
+    return ceil_div(std::min<int64_t>(kc, depth - p0), 2) * width;
+  }
+  const uint32_t* panel(int64_t index, int64_t p0) const {
+    return base + p0 / 2 * panels * width + index * stride(p0);
+  }
+};
+
+// Packs A rows [0, m) (k deep) into dst in PanelLayout order, spread over the pool.
+void pack_a_whole(const Bf16GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k,
+                  int num_threads, uint32_t* dst) {
+  const int mr = kernel.mr;
+  const PanelLayout layout{dst, ceil_div(m, mr), k, mr, kernel.kc};
+  auto task = [&](int64_t panel, int) {
+    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc)
+      pack_a_panel(kernel, a, panel * mr, std::min<int64_t>(mr, m - panel * mr), p0,
+                   std::min<int64_t>(kernel.kc, k - p0),
+                   const_cast<uint32_t*>(layout.panel(panel, p0)));
+  };
+  cpu_thread_pool().parallel_for(layout.panels, num_threads, task);
+}
+
+void scale_c(int64_t m, int64_t n, float* c, int64_t ldc, float beta) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+// The GEMM on a packed A.
+void gemm_packed_a(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k,
+                   const PanelLayout& a, const Bf16GemmOperand& b, float* c, int64_t ldc,
+                   float alpha, float beta, const GemmEpilogue& ep, F32GemmEpilogueFn epilogue,
+                   int num_threads) {
+  const int mr = kernel.mr, nr = kernel.nr;
+  // Tasks: (M part) x (N block), whole register tiles, as evenly as the tiles allow; with
+  // fewer N blocks than threads the larger dimension is split.
+  const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
+  int64_t n_blocks = ceil_div(n, kernel.nc), parts_m = 1;
+  if (n_blocks < num_threads) {
+    if (panels_n >= tiles_m)
+      n_blocks = std::min<int64_t>(panels_n, num_threads);
+    else
+      parts_m = std::min<int64_t>(tiles_m, ceil_div(num_threads, n_blocks));
+  } else {
+    n_blocks = std::min<int64_t>(panels_n, round_up(n_blocks, num_threads));
+  }
+  const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
+  auto task = [&](int64_t t, int) {
+    const int64_t part = t % parts_m, block = t / parts_m;
+    const int64_t m_begin = tiles_m * part / parts_m * mr;
+    const int64_t m_end = std::min(m, tiles_m * (part + 1) / parts_m * mr);
+    const int64_t j0 = panels_n * block / n_blocks * nr;
+    const int64_t ncur = std::min(n, panels_n * (block + 1) / n_blocks * nr) - j0;
+    const int64_t npanels = ceil_div(ncur, nr);
+    Bf16Scratch& s = scratch();
+    uint32_t* b_buf =
+        b.packed ? nullptr : s.b_pairs.get(static_cast<size_t>(npanels * nr * ceil_div(kc_max, 2)));
+    float* f_buf = b.packer ? s.b_floats.get(static_cast<size_t>(npanels * nr * kc_max)) : nullptr;
+    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
+      const int64_t kc = std::min<int64_t>(kernel.kc, k - p0), kp = ceil_div(kc, 2);
+      const uint32_t* b_panels;
+      int64_t b_stride;
+      if (b.packed) {
+        b_panels = b.packed->panel(j0 / nr, p0);
+        b_stride = b.packed->panel_stride(p0);
+      } else {
+        b_stride = kp * nr;
+        if (b.packer) b.packer->pack(p0, j0, kc, ncur, nr, kc * nr, f_buf);
+        for (int64_t jp = 0; jp < npanels; ++jp) {
+          uint32_t* dst = b_buf + jp * b_stride;
+          if (b.packer)
+            kernel.pack_b_panel(f_buf + jp * kc * nr, static_cast<size_t>(nr),
+                                static_cast<size_t>(kc), static_cast<size_t>(nr), dst);
+          else
+            pack_b_panel(kernel, b.view, p0, kc, j0 + jp * nr,
+                         std::min<int64_t>(nr, ncur - jp * nr), dst);
+        }
+        b_panels = b_buf;
+      }
+      const float beta_block = p0 == 0 ? beta : 1.0f;
+      const bool last = p0 + kc == k;
+      for (int64_t i = m_begin; i < m_end; i += mr) {
+        const int64_t rows = std::min<int64_t>(mr, m_end - i);
+        const uint32_t* a_panel = a.panel(i / mr, p0);
+        for (int64_t jp = 0; jp < npanels; ++jp) {
+          const int64_t j = j0 + jp * nr, cols = std::min<int64_t>(nr, ncur - jp * nr);
+          float* tile = c + i * ldc + j;
+          kernel.ukernel(static_cast<size_t>(rows), static_cast<size_t>(cols),
+                         static_cast<size_t>(kp), a_panel, b_panels + jp * b_stride, tile,
+                         static_cast<size_t>(ldc), alpha, beta_block);
+          if (last && !ep.empty())
+            epilogue(tile, static_cast<size_t>(ldc), static_cast<size_t>(rows),
+                     static_cast<size_t>(cols), static_cast<size_t>(i), static_cast<size_t>(j), ep);
+        }
+      }
+    }
+  };
+  cpu_thread_pool().parallel_for(parts_m * n_blocks, num_threads, task);
+}
+
+}  // namespace
+
+const Bf16GemmKernelInfo* bf16_gemm_kernel() {
+  return bf16_unavailable_reason().empty() ? &kBf16Kernel : nullptr;
+}
+
+std::string bf16_unavailable_reason() {
+  if (!cpu_features().avx512_bf16) return "this CPU has no AVX512_BF16 (vdpbf16ps)";
+  const Expected<Isa>& isa = selected_isa();
+  if (!isa.is_ok()) return isa.status().message();
+  if (isa.value() < Isa::kAvx512)
+    return std::string("PEREGRINE_ISA=") + isa_name(isa.value()) + " excludes AVX-512 BF16";
+  return "";
+}
+
+void Bf16PackedMatrix::Free::operator()(uint32_t* p) const { std::free(p); }
+
+const uint32_t* Bf16PackedMatrix::panel(int64_t index, int64_t p0) const {
+  return PanelLayout{data_.get(), panels_, depth(), width_, kc_}.panel(index, p0);
+}
+int64_t Bf16PackedMatrix::panel_stride(int64_t p0) const {
+  return PanelLayout{data_.get(), panels_, depth(), width_, kc_}.stride(p0);
+}
+
+Bf16PackedMatrix Bf16PackedMatrix::pack_a(const Bf16GemmKernelInfo& kernel, MatrixView a,
+                                          int64_t m, int64_t k) {
+  Bf16PackedMatrix pm;
+  pm.is_a_ = true;
+  pm.rows_ = m, pm.cols_ = k;
+  pm.width_ = kernel.mr, pm.kc_ = kernel.kc;
+  pm.kernel_ = &kernel;
+  pm.panels_ = ceil_div(m, kernel.mr);
+  pm.data_.reset(aligned_words(static_cast<size_t>(pm.panels_ * kernel.mr * ceil_div(k, 2))));
+  pack_a_whole(kernel, a, m, k, 1, pm.data_.get());
+  return pm;
+}
+
+Bf16PackedMatrix Bf16PackedMatrix::pack_b(const Bf16GemmKernelInfo& kernel, MatrixView b,
+                                          int64_t k, int64_t n) {
+  Bf16PackedMatrix pm;
+  pm.is_a_ = false;
+  pm.rows_ = k, pm.cols_ = n;
+  pm.width_ = kernel.nr, pm.kc_ = kernel.kc;
+  pm.kernel_ = &kernel;
+  pm.panels_ = ceil_div(n, kernel.nr);
+  pm.data_.reset(aligned_words(static_cast<size_t>(pm.panels_ * kernel.nr * ceil_div(k, 2))));
+  for (int64_t p0 = 0; p0 < k; p0 += kernel.kc)
+    for (int64_t jp = 0; jp < pm.panels_; ++jp)
+      pack_b_panel(kernel, b, p0, std::min<int64_t>(kernel.kc, k - p0), jp * kernel.nr,
+                   std::min<int64_t>(kernel.nr, n - jp * kernel.nr),
+                   const_cast<uint32_t*>(pm.panel(jp, p0)));
+  return pm;
+}
+
+void bf16_gemm(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k,
+               const Bf16GemmOperand& a, const Bf16GemmOperand& b, float* c, int64_t ldc,
+               float alpha, float beta, const GemmEpilogue& ep, F32GemmEpilogueFn epilogue,
+               int num_threads) {
+  if (m <= 0 || n <= 0) return;
+  num_threads = std::max(1, num_threads);
+  if (k <= 0) {
+    scale_c(m, n, c, ldc, beta);
+    if (!ep.empty())
+      epilogue(c, static_cast<size_t>(ldc), static_cast<size_t>(m), static_cast<size_t>(n), 0, 0,
+               ep);
+    return;
+  }
+  if (a.packed) {
+    const PanelLayout layout{a.packed->panel(0, 0), ceil_div(m, kernel.mr), k, kernel.mr,
+                             kernel.kc};
+    gemm_packed_a(kernel, m, n, k, layout, b, c, ldc, alpha, beta, ep, epilogue, num_threads);
+    return;
+  }
+  // Rows of A in chunks, each packed whole (all threads) and then multiplied; the epilogue's
+  // row-indexed terms shift with the chunk.
+  const int64_t kp = ceil_div(k, 2);
+  const int64_t chunk = std::max<int64_t>(kernel.mr, kAChunkMaxPairs / kp / kernel.mr * kernel.mr);
+  for (int64_t m0 = 0; m0 < m; m0 += chunk) {
+    const int64_t rows = std::min(chunk, m - m0);
+    uint32_t* buf = scratch().a_whole.get(
+        static_cast<size_t>(ceil_div(rows, kernel.mr) * kernel.mr * kp));
+    pack_a_whole(kernel, MatrixView{a.view.data + m0 * a.view.rs, a.view.rs, a.view.cs}, rows, k,
+                 num_threads, buf);
+    GemmEpilogue chunk_ep = ep;
+    if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) chunk_ep.bias = ep.bias + m0;
+    if (ep.residual) chunk_ep.residual = ep.residual + m0 * ep.ldr;
+    const PanelLayout layout{buf, ceil_div(rows, kernel.mr), k, kernel.mr, kernel.kc};
+    gemm_packed_a(kernel, rows, n, k, layout, b, c + m0 * ldc, ldc, alpha, beta, chunk_ep,
+                  epilogue, num_threads);
+  }
+}
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,122 @@
+// bf16 GEMM micro-kernel, AVX-512 BF16: MR = 14, NR = 32, float32 accumulators.
+// Registers: 28 zmm accumulators (14 rows x 2 vectors of 16 columns), 2 for the B pair row,
+// 1 broadcast of an A pair. Each pair step (two k): 2 loads of B, 14 broadcasts, 28 vdpbf16ps.
+// The row count is a template parameter, so a tile of fewer rows (a linear layer of a few
+// tokens) issues only its rows' dot products. Packing and edge contract: bf16_gemm_ukernels.h.
+#include <immintrin.h>
+
+#include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
+
+namespace peregrine::cpu::avx512bf16 {
+
+namespace {
+
+constexpr int kMr = kBf16GemmMr;
+// B pair rows requested this many steps ahead (the B block streams from L2).
+constexpr size_t kPrefetchPairs = 4;
+
+inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
+
+inline __mmask16 column_mask(size_t cols) {
+  return cols >= 16 ? static_cast<__mmask16>(0xffff)
+                    : static_cast<__mmask16>((1u << cols) - 1u);
+}
+
+template <int R>
+void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
+          float alpha, float beta) {
+  __m512 acc0[R], acc1[R];
+#pragma GCC unroll 14
+  for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  for (size_t q = 0; q < kp; ++q, a += kMr, b += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32 + 16), _MM_HINT_T0);
+    const __m512bh b0 = as_bh(_mm512_load_si512(b));
+    const __m512bh b1 = as_bh(_mm512_load_si512(b + 16));
+#pragma GCC unroll 14
+    for (int i = 0; i < R; ++i) {
+      const __m512bh av = as_bh(_mm512_set1_epi32(static_cast<int>(a[i])));
+      acc0[i] = _mm512_dpbf16_ps(acc0[i], av, b0);
+      acc1[i] = _mm512_dpbf16_ps(acc1[i], av, b1);
+    }
+  }
+  const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 14
+  for (int i = 0; i < R; ++i) {
+    float* row = c + i * ldc;
+    __m512 v0 = acc0[i], v1 = acc1[i];
+    if (alpha != 1.0f) v0 = _mm512_mul_ps(va, v0), v1 = _mm512_mul_ps(va, v1);
+    if (beta != 0.0f) {
+      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), v0);
+      v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), v1);
+    }
+    _mm512_mask_storeu_ps(row, m0, v0);
+    _mm512_mask_storeu_ps(row + 16, m1, v1);
+  }
+}
+
+using TileFn = void (*)(size_t, size_t, const uint32_t*, const uint32_t*, float*, size_t, float,
+                        float);
+constexpr TileFn kTiles[kMr] = {tile<1>, tile<2>,  tile<3>,  tile<4>,  tile<5>,
+                                tile<6>, tile<7>,  tile<8>,  tile<9>,  tile<10>,
+                                tile<11>, tile<12>, tile<13>, tile<14>};
+
+// 32 bf16 of two float32 rows r0 (low pair halves) and r1 (high), 16 columns each, interleaved
+// into 16 pairs: lanes 2j, 2j + 1 = r0[j], r1[j].
+inline __m512i interleave_pairs(__m512 r0, __m512 r1) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
+                                       8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i both = reinterpret_cast<const __m512i&>(
+      static_cast<const __m512bh&>(_mm512_cvtne2ps_pbh(r1, r0)));  // lanes 0-15 r0, 16-31 r1
+  return _mm512_permutexvar_epi16(idx, both);
+}
+
+}  // namespace
+
+void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, const uint32_t* a,
+                                         const uint32_t* b, float* c, size_t ldc, float alpha,
+                                         float beta) {
+  kTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta);
+}
+
+void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols,
+                                uint32_t* dst) {
+  const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);
+  for (size_t p = 0; p < k; p += 2, dst += 32) {
+    const float* r0 = src + p * ld;
+    const float* r1 = r0 + ld;
+    const bool second = p + 1 < k;
+    const __m512 a0 = _mm512_maskz_loadu_ps(m0, r0), a1 = _mm512_maskz_loadu_ps(m1, r0 + 16);
+    const __m512 b0 = second ? _mm512_maskz_loadu_ps(m0, r1) : _mm512_setzero_ps();
+    const __m512 b1 = second ? _mm512_maskz_loadu_ps(m1, r1 + 16) : _mm512_setzero_ps();
+    _mm512_store_si512(dst, interleave_pairs(a0, b0));
+    _mm512_store_si512(dst + 16, interleave_pairs(a1, b1));
+  }
+}
+
+void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_t k,
+                                uint32_t* dst) {
+  const size_t kp = (k + 1) / 2;
+  // Each row converted to bf16 is its pairs in order; the panel is those rows transposed,
+  // 16 pairs (32 values) of a row at a time.
+  alignas(64) uint32_t row_pairs[16];
+  for (size_t i = 0; i < static_cast<size_t>(kMr); ++i) {
+    if (i >= rows) {
+      for (size_t q = 0; q < kp; ++q) dst[q * kMr + i] = 0;
+      continue;
+    }
+    const float* r = src + i * lda;
+    for (size_t p = 0; p < k; p += 32) {
+      const size_t n = k - p < 32 ? k - p : 32;
+      const __mmask16 lo = column_mask(n), hi = column_mask(n > 16 ? n - 16 : 0);
+      const __m512 x0 = _mm512_maskz_loadu_ps(lo, r + p), x1 = _mm512_maskz_loadu_ps(hi, r + p + 16);
+      const __m512bh v = _mm512_cvtne2ps_pbh(x1, x0);  // 32 bf16 in order: 16 pairs
+      _mm512_store_si512(row_pairs, reinterpret_cast<const __m512i&>(v));
+      const size_t pairs = (n + 1) / 2;
+      for (size_t q = 0; q < pairs; ++q) dst[(p / 2 + q) * kMr + i] = row_pairs[q];
+    }
+  }
+}
+
+}  // namespace peregrine::cpu::avx512bf16

@@ -1,0 +1,56 @@
+// bf16 GEMM micro-kernel and packers (AVX-512 BF16: vdpbf16ps), float32 accumulation.
+//
+// Operands are bfloat16 in K pairs: one uint32 holds (element at k = 2q in its low half,
+// k = 2q + 1 in its high half); an odd K is padded with a zero element. vdpbf16ps multiplies
+// 16 such pairs of A and B and adds both products to 16 float32 accumulators.
+//   packed A micro-panel: (kp, MR) uint32: for each pair q, the MR rows' pairs, contiguous.
+//   packed B micro-panel: (kp, NR) uint32: for each pair q, the NR columns' pairs, contiguous,
+//     64-byte aligned.
+// Contract: C(rows, cols) = alpha * A(rows, 2 kp) * B(2 kp, cols) + beta * C, rows <= MR,
+// cols <= NR; the tile is computed whole (panels are zero-padded) and only rows x cols of C
+// are stored. beta == 0 never reads C. Conversion from float32 rounds to nearest even.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace peregrine::cpu {
+
+using Bf16GemmUkernelFn = void (*)(size_t rows, size_t cols, size_t kp, const uint32_t* a,
+                                   const uint32_t* b, float* c, size_t ldc, float alpha,
+                                   float beta);
+// B panel from float32: row p (p < k) at src + p * ld, its first `cols` (<= NR) values; rows
+// past k and columns past cols are zero. dst: (ceil(k / 2), NR) uint32.
+using Bf16PackBFn = void (*)(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
+// A panel from float32: row i (i < rows <= MR) at src + i * lda, k values; rows past `rows`
+// are zero. dst: (ceil(k / 2), MR) uint32.
+using Bf16PackAFn = void (*)(const float* src, size_t lda, size_t rows, size_t k, uint32_t* dst);
+
+namespace avx512bf16 {
+inline constexpr int kBf16GemmMr = 14;
+inline constexpr int kBf16GemmNr = 32;
+void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, const uint32_t* a,
+                                         const uint32_t* b, float* c, size_t ldc, float alpha,
+                                         float beta);
+void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
+void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_t k,
+                                uint32_t* dst);
+}  // namespace avx512bf16
+
+// float32 -> bfloat16, round to nearest even (NaN stays a quiet NaN): the scalar packers'
+// conversion. vcvtneps2bf16 rounds normal numbers the same way (it flushes denormals to zero).
+inline uint16_t float_to_bf16_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_bits_to_float(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace peregrine::cpu
