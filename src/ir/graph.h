@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/tensor.h"
 
 namespace peregrine::ir {
@@ -81,6 +82,9 @@ struct Node {
   std::vector<std::string> inputs;   // "" marks an omitted optional input
   std::vector<std::string> outputs;  // "" marks an output nobody wants
   std::map<std::string, Attribute> attributes;
+  // The precision the node's kernel computes in (passes/assign_precision.h); float32 unless
+  // the session asked for less and the op has a kernel for it.
+  Precision precision = Precision::kFloat32;
 
   const Attribute* attribute(const std::string& key) const {
     auto it = attributes.find(key);

@@ -67,6 +67,7 @@ std::string print_graph(const Graph& g, int indent) {
       if (a.type == Attribute::Type::kGraph || a.type == Attribute::Type::kGraphs) subgraphs.push_back(&a);
     }
     if (!first) o << "}";
+    if (n->precision != Precision::kFloat32) o << " @" << precision_name(n->precision);
     o << "  # " << n->name << "\n";
     for (const Attribute* a : subgraphs) {
       if (a->g) o << print_graph(*a->g, indent + 4);

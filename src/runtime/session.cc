@@ -4,9 +4,11 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/reference/reference_backend.h"
 #include "importer/onnx/onnx_importer.h"
+#include "passes/assign_precision.h"
 #include "passes/pipelines.h"
 #include "runtime/executor.h"
 #include "runtime/type_inference.h"
@@ -44,9 +46,25 @@ Expected<std::vector<const Backend*>> select_backends(const SessionOptions& opti
   return invalid_input("backend '" + name + "': expected cpu or reference");
 }
 
-// The graph compiler's pipeline for the chosen level; plans see the result.
+// The graph compiler's pipeline for the chosen level, then the session's precision onto the
+// nodes that have a kernel for it; plans see the result.
 Status run_graph_passes(ir::Model& model, const SessionOptions& options) {
-  return passes::optimize_graph(model.graph, options.opt_level, options.disabled_passes);
+  PG_RETURN_IF_ERROR(
+      passes::optimize_graph(model.graph, options.opt_level, options.disabled_passes));
+  return passes::assign_precision(model.graph, options.precision, options.keep_fp32).status();
+}
+
+// A reduced precision must be one the chosen backends and this CPU can compute in: never a
+// silent float32 run.
+Status check_precision(const SessionOptions& options, const std::vector<const Backend*>& backends) {
+  if (options.precision == Precision::kFloat32) return Status::ok();
+  const std::string name = precision_name(options.precision);
+  if (backends.front() != &cpu_backend())
+    return invalid_input("precision " + name +
+                         ": the reference backend computes in float32 only (use the cpu backend)");
+  if (options.precision == Precision::kBFloat16 && cpu::bf16_gemm_kernel() == nullptr)
+    return unsupported("precision bf16 is not available here: " + cpu::bf16_unavailable_reason());
+  return Status::ok();
 }
 
 }  // namespace
@@ -72,9 +90,10 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
     DType dtype = v->type.dtype;
     v->type = ir::ValueType::tensor(dtype, shape);
   }
+  PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
+  PG_RETURN_IF_ERROR(check_precision(options, backends));
   PG_RETURN_IF_ERROR(infer_graph_types(g).status());
   PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
-  PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
   // Weights the kernels hold packed are freed as they are packed (values keep dtype and shape:
   // inspect still counts them), so peak memory holds one copy of them.
   PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,

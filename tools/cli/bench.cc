@@ -321,7 +321,8 @@ int cmd_bench(int argc, char** argv) {
   options_json << "{\"threads\": " << r.threads << ", \"warmup_ms\": " << number(warmup_ms)
                << ", \"iterations\": " << (iterations > 0 ? std::to_string(iterations) : "null")
                << ", \"duration_s\": " << (iterations > 0 ? "null" : number(duration_s))
-               << ", \"seed\": " << seed << "}";
+               << ", \"seed\": " << seed << ", \"precision\": \""
+               << precision_name(options.precision) << "\"}";
   // The finished bench, as the experiment store records it.
   RunRecord record = to_run_record(r, options_json.str());
   // A store that cannot record makes the exit code non-zero, but the numbers still print.

@@ -117,6 +117,9 @@ void add_engine_flags(Args* args) {
   args->flag("disable-pass", "NAME: skip a graph pass (repeatable; see 'peregrine compile --help')", true);
   args->flag("backend", "cpu (optimized kernels, reference for the rest; default) or reference");
   args->flag("threads", "worker threads (default: 1)");
+  args->flag("precision", "compute precision of Conv / MatMul / Gemm nodes: fp32 (default) or "
+                          "bf16 (AVX512_BF16; the rest stays fp32)");
+  args->flag("keep-fp32", "NODE|OP_TYPE: keep a node or an op type in fp32 (repeatable)", true);
 }
 
 Status parse_engine_flags(const Args& args, SessionOptions* options) {
@@ -127,6 +130,10 @@ Status parse_engine_flags(const Args& args, SessionOptions* options) {
     options->opt_level = v[0] - '0';
   }
   options->disabled_passes = args.get_all("disable-pass");
+  if (args.has("precision")) {
+    PG_ASSIGN_OR_RETURN(options->precision, parse_precision(args.get("precision")));
+  }
+  options->keep_fp32 = args.get_all("keep-fp32");
   if (args.has("backend")) {
     std::string b = args.get("backend");
     if (b != "cpu" && b != "reference")

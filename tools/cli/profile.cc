@@ -394,6 +394,7 @@ int cmd_profile(int argc, char** argv) {
     }
     trace.metadata = {{"model", profiler::json_string(model_path)},
                       {"threads", std::to_string(options.num_threads)},
+                      {"precision", profiler::json_string(precision_name(options.precision))},
                       {"iterations", std::to_string(iterations)},
                       {"cpu_model", profiler::json_string(ceilings->cpu_model)}};
     Status w =
@@ -413,7 +414,8 @@ int cmd_profile(int argc, char** argv) {
   record.model_path = model_path;
   record.input_shapes = input_shapes;
   record.options_json = "{\"threads\": " + std::to_string(options.num_threads) +
-                        ", \"iterations\": " + std::to_string(iterations) + "}";
+                        ", \"iterations\": " + std::to_string(iterations) +
+                        ", \"precision\": \"" + precision_name(options.precision) + "\"}";
   record.machine_fingerprint = ceilings->fingerprint;
   record.machine_json = ceilings_to_json(*ceilings);
   record.latencies_ms = timed_ms;

@@ -16,6 +16,10 @@
 //     use_winograd_f2x3() or PEREGRINE_CONV_ALGO says so.
 // Weights (constant) are packed once per group as the GEMM's A; the bias is the epilogue's
 // per-row bias.
+// A node at bf16 precision (passes/assign_precision.h) runs every non-depthwise conv as the
+// bf16 GEMM (gemm/bf16_gemm.h) on the same B (the input planes, or the im2col packer's
+// panels, converted while packed), its weights packed once in bf16; depthwise convs, which
+// are bound by memory rather than multiply-adds, stay float32.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_depthwise_chw.h"
 #include "backends/cpu/kernels/conv_scratch.h"
@@ -289,9 +294,22 @@ constexpr double kTapwiseMaxUsefulFraction = 0.75;
 class ConvKernel : public PreparedKernel {
  public:
   // unit_steps: strides and dilations are all 1 (a Winograd candidate).
-  ConvKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* constant_w,
-             const FusedEpilogue& fused, ConvAlgoChoice algo, bool unit_steps)
+  // bf16: the bf16 GEMM for a node at bf16 precision, else nullptr.
+  ConvKernel(const GemmKernelInfo& gemm, const Bf16GemmKernelInfo* bf16, int64_t group,
+             const Tensor* constant_w, const FusedEpilogue& fused, ConvAlgoChoice algo,
+             bool unit_steps)
       : gemm_(gemm), fused_(fused), group_(group), algo_(algo) {
+    if (bf16 && constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0 &&
+        !(constant_w->dim(1) == 1 && group > 1)) {
+      // The float32 original stays for fallbacks (reads_constant_data).
+      const int64_t out_c_group = constant_w->dim(0) / group;
+      const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
+      for (int64_t g = 0; g < group; ++g)
+        packed_w_bf16_.push_back(Bf16PackedMatrix::pack_a(
+            *bf16, MatrixView{constant_w->data<float>() + g * out_c_group * k, k, 1},
+            out_c_group, k));
+      return;
+    }
     // The Winograd weights (F(4x4): 4x the 3x3 weights, F(2x2): 16/9x) are built on the first
     // run that chooses that algorithm, so layers the rule leaves on im2col never hold them.
     if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
@@ -312,6 +330,7 @@ class ConvKernel : public PreparedKernel {
 
   std::string name() const override {  // the algorithm of the last run
     if (const char* dw = last_run_depthwise_.load()) return std::string("cpu/conv-") + dw;
+    if (!packed_w_bf16_.empty()) return std::string("cpu/conv-") + packed_w_bf16_[0].kernel()->name;
     if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
     if (last_run_tapwise_) return std::string("cpu/conv-tapwise-") + gemm_.name;
     if (last_run_winograd_ && winograd_)
@@ -389,6 +408,7 @@ class ConvKernel : public PreparedKernel {
       return Status::ok();
     }
     last_run_depthwise_ = nullptr;
+    if (!packed_w_bf16_.empty()) return run_bf16(ctx, px, pb, pz, py, s, g);
     const WinogradConvShape ws{s.batch, s.in_c,  s.in_h,  s.in_w, s.out_c,
                                s.out_h, s.out_w, s.pad_t, s.pad_l};
     const bool winograd_ok = winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 &&
@@ -566,6 +586,41 @@ class ConvKernel : public PreparedKernel {
     }
   }
 
+  // The conv as bf16 GEMMs, one per (image, group): B the input planes (1x1, stride 1, no
+  // padding) or the im2col packer's panels.
+  Status run_bf16(KernelContext& ctx, const float* px, const float* pb, const float* pz, float* py,
+                  const Conv2dShape& s, const WindowGeometry& g) {
+    const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
+    const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
+    const int64_t in_plane = s.in_h * s.in_w;
+    if (static_cast<int64_t>(packed_w_bf16_.size()) != group_ ||
+        packed_w_bf16_[0].rows() != out_c_g || packed_w_bf16_[0].cols() != k)
+      return run_reference(ctx);  // the float32 weights were kept
+    const bool pointwise = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 &&
+                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
+    const Bf16GemmKernelInfo& kernel = *packed_w_bf16_[0].kernel();
+    for (int64_t n = 0; n < s.batch; ++n) {
+      for (int64_t grp = 0; grp < group_; ++grp) {
+        const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
+        const int64_t y_offset = (n * s.out_c + grp * out_c_g) * pixels;
+        GemmEpilogue ep = activation_epilogue(fused_);
+        ep.residual = pz ? pz + y_offset : nullptr;
+        ep.ldr = pixels;
+        if (pb) {
+          ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+          ep.bias = pb + grp * out_c_g;
+        }
+        const Bf16GemmOperand a = Bf16GemmOperand::of(packed_w_bf16_[static_cast<size_t>(grp)]);
+        const Im2colPacker im2col(x_group, s);
+        const Bf16GemmOperand b = pointwise ? Bf16GemmOperand::of(x_group, in_plane, 1)
+                                            : Bf16GemmOperand::of(im2col);
+        bf16_gemm(kernel, out_c_g, pixels, k, a, b, py + y_offset, pixels, 1.0f, 0.0f, ep,
+                  gemm_.epilogue, ctx.num_threads());
+      }
+    }
+    return Status::ok();
+  }
+
   // The reference kernel on weights unpacked from packed_w_: the executor may have freed the
   // constant weights this kernel packed. Rare (unusual dtypes or broadcasts), so it may allocate.
   Status run_reference_on_w(KernelContext& ctx) {
@@ -581,6 +636,7 @@ class ConvKernel : public PreparedKernel {
   FusedEpilogue fused_;
   int64_t group_;
   std::vector<PackedMatrix> packed_w_;  // one (Cout_g, Cin_g * KH * KW) A per group
+  std::vector<Bf16PackedMatrix> packed_w_bf16_;  // the same in bf16, at bf16 precision
   ConvAlgoChoice algo_;
   Tensor winograd_weights_;                     // 3x3 group-1 constant weights, unless im2col
   std::unique_ptr<WinogradF4x3Conv> winograd_;  // built from them on first use
@@ -615,8 +671,10 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
   for (int64_t v : dilations) unit_steps = unit_steps && v == 1;
   // The weights are the GEMM's A (Cout / group rows); the output pixels (N) are not known yet.
   const int64_t rows = w && w->rank() == 4 ? w->dim(0) / group : 0;
+  const Bf16GemmKernelInfo* bf16 =
+      node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr;
   return std::unique_ptr<PreparedKernel>(std::make_unique<ConvKernel>(
-      f32_gemm_kernel_for_shape(rows, 0), group, w, fused, algo, unit_steps));
+      f32_gemm_kernel_for_shape(rows, 0), bf16, group, w, fused, algo, unit_steps));
 }
 
 }  // namespace peregrine::cpu

@@ -1,9 +1,14 @@
 // CPU kernels of MatMul and Gemm (float32) on the f32_gemm driver. Constant B operands
 // (weights) are packed once at prepare time; anything else is packed per run by the driver.
 // With a packed B and M <= kGemvMaxM rows, the small-M path (gemm/f32_gemv.h) reads B once.
+// A node at bf16 precision (passes/assign_precision.h) with a constant 2-D B packs it once in
+// bf16 and runs the bf16 GEMM (gemm/bf16_gemm.h), A converted while packed; the float32 B is
+// kept for the cases that path does not take, which run in float32.
 #include <algorithm>
+#include <atomic>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/gemm/f32_gemv.h"
 #include "backends/cpu/thread_pool.h"
@@ -47,16 +52,24 @@ const Tensor* matrix_broadcast_z(const KernelContext& ctx, const FusedEpilogue& 
 // into M (A is contiguous), giving one GEMM of (batch * M, K) x (K, N).
 class MatMulKernel : public PreparedKernel {
  public:
-  MatMulKernel(const GemmKernelInfo& gemm, const Tensor* constant_b, const FusedEpilogue& fused)
+  MatMulKernel(const GemmKernelInfo& gemm, const Bf16GemmKernelInfo* bf16,
+               const Tensor* constant_b, const FusedEpilogue& fused)
       : gemm_(gemm), fused_(fused) {
-    if (constant_b && constant_b->rank() == 2) {
+    if (bf16 && constant_b && constant_b->rank() == 2) {
+      const int64_t k = constant_b->dim(0), n = constant_b->dim(1);
+      packed_b_bf16_ = std::make_unique<Bf16PackedMatrix>(
+          Bf16PackedMatrix::pack_b(*bf16, MatrixView{constant_b->data<float>(), n, 1}, k, n));
+      last_run_bf16_ = true;  // the name before any run: what a run will take
+    } else if (constant_b && constant_b->rank() == 2) {
       const int64_t k = constant_b->dim(0), n = constant_b->dim(1);
       packed_b_ = std::make_unique<PackedMatrix>(
           PackedMatrix::pack_b(gemm, MatrixView{constant_b->data<float>(), n, 1}, k, n));
     }
   }
 
-  std::string name() const override { return std::string("cpu/") + gemm_.name; }
+  std::string name() const override {
+    return std::string("cpu/") + (last_run_bf16_ ? packed_b_bf16_->kernel()->name : gemm_.name);
+  }
 
   // The packed B is all the kernel reads of a constant B (see run_reference_on_b).
   bool reads_constant_data(size_t input) const override { return input != 1 || !packed_b_; }
@@ -64,6 +77,7 @@ class MatMulKernel : public PreparedKernel {
   Status run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
+    last_run_bf16_ = false;
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || a.rank() == 0 ||
         b.rank() == 0)
       return run_reference_on_b(ctx);
@@ -91,6 +105,15 @@ class MatMulKernel : public PreparedKernel {
       ep.bias = bias;
     }
     const int threads = ctx.num_threads();
+    if (packed_b_bf16_ && b.rank() == 2 && packed_b_bf16_->rows() == k &&
+        packed_b_bf16_->cols() == n && !batch_z) {
+      last_run_bf16_ = true;
+      const int64_t rows = k == 0 ? out.numel() / n : a.numel() / k;  // batch * M
+      bf16_gemm(*packed_b_bf16_->kernel(), rows, n, k, Bf16GemmOperand::of(a.data<float>(), k, 1),
+                Bf16GemmOperand::of(*packed_b_bf16_), po, n, 1.0f, 0.0f, with_residual(ep, pz),
+                gemm_.epilogue, threads);
+      return Status::ok();
+    }
     if (packed_b_ && b.rank() == 2 && packed_b_->rows() == k && packed_b_->cols() == n &&
         !batch_z) {
       const int64_t rows = a.numel() / std::max<int64_t>(k, 1);  // batch * M
@@ -151,6 +174,8 @@ class MatMulKernel : public PreparedKernel {
   const GemmKernelInfo& gemm_;
   FusedEpilogue fused_;
   std::unique_ptr<PackedMatrix> packed_b_;
+  std::unique_ptr<Bf16PackedMatrix> packed_b_bf16_;  // at bf16 precision, instead of packed_b_
+  std::atomic<bool> last_run_bf16_{false};
 };
 
 // Gemm: Y = alpha * op(A) * op(B) + beta * C. A constant B is packed once (op applied). C of
@@ -158,8 +183,9 @@ class MatMulKernel : public PreparedKernel {
 // broadcast into Y first and scaled by beta in the product.
 class GemmKernel : public PreparedKernel {
  public:
-  GemmKernel(const GemmKernelInfo& gemm, bool trans_a, bool trans_b, float alpha, float beta,
-             const Tensor* constant_b, const FusedEpilogue& fused)
+  GemmKernel(const GemmKernelInfo& gemm, const Bf16GemmKernelInfo* bf16, bool trans_a,
+             bool trans_b, float alpha, float beta, const Tensor* constant_b,
+             const FusedEpilogue& fused)
       : gemm_(gemm),
         fused_(fused),
         trans_a_(trans_a),
@@ -170,11 +196,19 @@ class GemmKernel : public PreparedKernel {
       const int64_t rows = constant_b->dim(0), cols = constant_b->dim(1);
       const int64_t k = trans_b ? cols : rows, n = trans_b ? rows : cols;
       MatrixView v{constant_b->data<float>(), trans_b ? 1 : cols, trans_b ? cols : 1};
-      packed_b_ = std::make_unique<PackedMatrix>(PackedMatrix::pack_b(gemm, v, k, n));
+      if (bf16) {
+        packed_b_bf16_ =
+            std::make_unique<Bf16PackedMatrix>(Bf16PackedMatrix::pack_b(*bf16, v, k, n));
+        last_run_bf16_ = true;  // the name before any run: what a run will take
+      } else {
+        packed_b_ = std::make_unique<PackedMatrix>(PackedMatrix::pack_b(gemm, v, k, n));
+      }
     }
   }
 
-  std::string name() const override { return std::string("cpu/") + gemm_.name; }
+  std::string name() const override {
+    return std::string("cpu/") + (last_run_bf16_ ? packed_b_bf16_->kernel()->name : gemm_.name);
+  }
 
   // The packed op(B) is all the kernel reads of a constant B (see run_reference_on_b).
   bool reads_constant_data(size_t input) const override { return input != 1 || !packed_b_; }
@@ -183,6 +217,7 @@ class GemmKernel : public PreparedKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const bool has_c = ctx.has_input(2) && beta_ != 0.0f;
+    last_run_bf16_ = false;
     if (a.dtype() != DType::kFloat32 || b.dtype() != DType::kFloat32 || a.rank() != 2 ||
         b.rank() != 2 || (has_c && ctx.input(2).dtype() != DType::kFloat32))
       return run_reference_on_b(ctx);
@@ -222,6 +257,14 @@ class GemmKernel : public PreparedKernel {
         beta = beta_;
       }
     }
+    if (packed_b_bf16_ && packed_b_bf16_->rows() == k && packed_b_bf16_->cols() == n) {
+      last_run_bf16_ = true;
+      bf16_gemm(*packed_b_bf16_->kernel(), m, n, k,
+                Bf16GemmOperand::of(a.data<float>(), trans_a_ ? 1 : k, trans_a_ ? m : 1),
+                Bf16GemmOperand::of(*packed_b_bf16_), po, n, alpha_, beta, ep, gemm_.epilogue,
+                ctx.num_threads());
+      return Status::ok();
+    }
     const GemmOperand op_a = GemmOperand::of(a.data<float>(), trans_a_ ? 1 : k, trans_a_ ? m : 1);
     const bool use_packed = packed_b_ && packed_b_->rows() == k && packed_b_->cols() == n;
     if (packed_b_ && !use_packed) return run_reference_on_b(ctx);  // B's data may be freed
@@ -257,7 +300,13 @@ class GemmKernel : public PreparedKernel {
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   std::unique_ptr<PackedMatrix> packed_b_;
+  std::unique_ptr<Bf16PackedMatrix> packed_b_bf16_;  // at bf16 precision, instead of packed_b_
+  std::atomic<bool> last_run_bf16_{false};
 };
+
+const Bf16GemmKernelInfo* bf16_kernel_of(const ir::Node& node) {
+  return node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr;
+}
 
 }  // namespace
 
@@ -267,7 +316,7 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_matmul(
   // A constant B fixes N (its last dimension); M (rows of A) is not known yet.
   const int64_t n = b && b->rank() >= 2 ? b->dim(b->rank() - 1) : 0;
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<MatMulKernel>(f32_gemm_kernel_for_shape(0, n), b, fused));
+      std::make_unique<MatMulKernel>(f32_gemm_kernel_for_shape(0, n), bf16_kernel_of(node), b, fused));
 }
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
@@ -281,7 +330,8 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_gemm(const ir::Node& node,
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
   const int64_t n = b && b->rank() == 2 ? b->dim(trans_b != 0 ? 0 : 1) : 0;
   return std::unique_ptr<PreparedKernel>(std::make_unique<GemmKernel>(
-      f32_gemm_kernel_for_shape(0, n), trans_a != 0, trans_b != 0, alpha, beta, b, fused));
+      f32_gemm_kernel_for_shape(0, n), bf16_kernel_of(node), trans_a != 0, trans_b != 0, alpha,
+      beta, b, fused));
 }
 
 }  // namespace peregrine::cpu

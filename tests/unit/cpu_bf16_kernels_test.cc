@@ -1,0 +1,125 @@
+// Conv, MatMul and Gemm nodes at bf16 precision through the CPU backend, against the reference
+// backend run on the same inputs rounded to bf16 (products of bf16 values are exact in float32,
+// so only the order of the float32 sums differs): odd shapes, groups, strides, pads, the
+// fused epilogue, 1-3 threads. Depthwise convs stay float32 and match the unrounded reference.
+// Skipped where the CPU has no AVX512_BF16.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
+#include "backends/reference/reference_backend.h"
+#include "cpu_one_node_graph.h"
+
+namespace peregrine {
+namespace {
+
+using cpu::testing::expect_close;
+using cpu::testing::int_attr;
+using cpu::testing::float_attr;
+using cpu::testing::ints_attr;
+using cpu::testing::OneNodeGraph;
+using cpu::testing::random_tensor;
+
+Tensor rounded(const Tensor& t) {
+  Tensor r = t;
+  for (int64_t i = 0; i < r.numel(); ++i)
+    r.data<float>()[i] = cpu::bf16_bits_to_float(cpu::float_to_bf16_bits(t.data<float>()[i]));
+  return r;
+}
+
+// Builds the node twice from `inputs` (the `rounded_inputs` of them rounded for the reference),
+// runs it at bf16 on the CPU backend and checks the kernel name holds `kernel_part`.
+void check(const std::string& op, const std::vector<std::pair<std::string, Tensor>>& inputs,
+           const std::vector<bool>& constant, const std::vector<ir::Attribute>& attrs,
+           const std::vector<bool>& rounded_inputs, const std::string& kernel_part,
+           const std::string& domain = "") {
+  std::vector<std::pair<std::string, Tensor>> ref_inputs = inputs;
+  for (size_t i = 0; i < ref_inputs.size(); ++i)
+    if (rounded_inputs[i]) ref_inputs[i].second = rounded(ref_inputs[i].second);
+  OneNodeGraph ref(op, ref_inputs, constant, attrs, domain);
+  const Tensor want = ref.run(reference_backend(), 1, nullptr);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    OneNodeGraph g(op, inputs, constant, attrs, domain);
+    g.graph.nodes[0]->precision = Precision::kBFloat16;
+    std::string kernel;
+    const Tensor got = g.run(cpu_backend(), threads, &kernel);
+    EXPECT_NE(kernel.find(kernel_part), std::string::npos) << kernel;
+    expect_close(got, want, 2e-4f, 2e-5f);
+  }
+}
+
+struct ConvCase {
+  int64_t n, c, h, w, out_c, k, group;
+  std::vector<int64_t> strides, pads;
+};
+
+void check_conv(const ConvCase& cc, const std::string& kernel_part = "bf16") {
+  SCOPED_TRACE("conv c=" + std::to_string(cc.c) + " oc=" + std::to_string(cc.out_c) +
+               " k=" + std::to_string(cc.k) + " group=" + std::to_string(cc.group));
+  const bool depthwise = cc.group == cc.c && cc.group > 1;
+  check("Conv",
+        {{"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
+         {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.k, cc.k}, 2)},
+         {"B", random_tensor({cc.out_c}, 3)}},
+        {false, true, true},
+        {ints_attr("strides", cc.strides), ints_attr("pads", cc.pads), int_attr("group", cc.group)},
+        {!depthwise, !depthwise, false}, kernel_part);
+}
+
+TEST(CpuBf16Conv, MatchesReferenceOnRoundedInputs) {
+  if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  check_conv({1, 8, 7, 9, 13, 1, 1, {1, 1}, {0, 0, 0, 0}});     // 1x1: B the input planes
+  check_conv({2, 5, 9, 8, 6, 1, 1, {2, 2}, {0, 0, 0, 0}});      // strided 1x1: im2col
+  check_conv({1, 3, 13, 11, 17, 3, 1, {1, 1}, {1, 1, 1, 1}});   // 3x3, odd K (27)
+  check_conv({1, 40, 12, 12, 30, 3, 1, {1, 1}, {1, 1, 1, 1}});  // K 360: two K blocks
+  check_conv({1, 3, 31, 29, 16, 7, 1, {2, 2}, {3, 3, 3, 3}});   // a stem conv
+  check_conv({1, 6, 9, 7, 9, 3, 3, {1, 1}, {1, 1, 1, 1}});      // grouped
+  check_conv({1, 64, 20, 21, 20, 1, 1, {1, 1}, {0, 0, 0, 0}});  // N 420: several N blocks
+  // Depthwise: float32 kernels, the unrounded reference.
+  check_conv({1, 7, 11, 13, 7, 3, 7, {1, 1}, {1, 1, 1, 1}}, "dwconv");
+}
+
+TEST(CpuBf16MatMul, MatchesReferenceOnRoundedInputs) {
+  if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  struct Case {
+    Shape a, b;
+  };
+  for (const Case& c : {Case{{7, 13}, {13, 17}}, Case{{2, 3, 5, 64}, {64, 33}},
+                        Case{{1, 300}, {300, 40}}, Case{{130, 65}, {65, 70}}, Case{{1, 1}, {1, 1}}}) {
+    SCOPED_TRACE("matmul " + shape_to_string(c.a) + " x " + shape_to_string(c.b));
+    check("MatMul", {{"A", random_tensor(c.a, 1)}, {"Bm", random_tensor(c.b, 2)}}, {false, true},
+          {}, {true, true}, "bf16");
+  }
+}
+
+TEST(CpuBf16Gemm, MatchesReferenceOnRoundedInputs) {
+  if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  struct Case {
+    int64_t m, n, k;
+    bool ta, tb;
+    float alpha, beta;
+    Shape c;
+  };
+  for (const Case& c : {Case{7, 13, 5, false, false, 1, 1, {13}},
+                        Case{20, 3, 31, true, true, 0.5f, 2, {20, 3}},
+                        Case{150, 70, 40, false, true, 1, 1, {70}},
+                        Case{20, 3, 31, false, false, -1, 0.25f, {1, 3}}}) {
+    SCOPED_TRACE("gemm " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                 std::to_string(c.k));
+    const Shape sa = c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k};
+    const Shape sb = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+    check("Gemm",
+          {{"A", random_tensor(sa, 1)}, {"Bm", random_tensor(sb, 2)}, {"C", random_tensor(c.c, 3)}},
+          {false, true, true},
+          {int_attr("transA", c.ta), int_attr("transB", c.tb), float_attr("alpha", c.alpha),
+           float_attr("beta", c.beta)},
+          {true, true, false}, "bf16");
+  }
+}
+
+}  // namespace
+}  // namespace peregrine
