@@ -2,7 +2,8 @@
 """Side by side: Peregrine against ONNX Runtime (and OpenVINO where installed).
 
   python3 bench/compare.py MODEL.onnx... [--threads N] [--iterations K] [--rounds R]
-                           [--peregrine PATH] [--seed S] [--memory] [--noise-floor] [--json]
+                           [--peregrine PATH] [--seed S] [--precision fp32|bf16] [--memory]
+                           [--noise-floor] [--json]
 
 For each model: one set of seeded random inputs is saved as .npy and given to every engine.
 Outputs are compared with ONNX Runtime as the reference:
@@ -24,6 +25,13 @@ medians, so slow drift of the machine hits both engines alike. Peregrine is time
 available the wall time of `peregrine run` is used instead, which includes loading the model and
 writing outputs; the result then says timing "run_wall" and the table marks it with '*'.
 
+--precision bf16: Peregrine runs with `--precision bf16` and OpenVINO with its bf16 inference
+precision (its default on CPUs with AVX512_BF16); ONNX Runtime stays float32 and is still the
+reference, so the agreement columns show how far each bf16 engine is from float32 ("ov cosine"
+and "ov scaled" are OpenVINO's). The default --max-scaled-err becomes 3e-2: bf16 keeps 8 bits of
+mantissa, so each operand is rounded by up to 2^-9 relative and the output of a deep network
+moves by about 1e-2 of its range (OpenVINO's bf16 outputs move by as much); the cosine bound
+stays 0.9999.
 --memory: peak resident memory (ru_maxrss, MiB), each engine in its own fresh child process that
 loads the model, runs it K (--iterations) times on the same .npy inputs and exits:
   engines.peregrine.memory    {peak_rss_mb}: `peregrine bench --json --no-record`, whole process.
@@ -186,14 +194,17 @@ def _median_of_chunks(chunks):
 class Peregrine:
     name = "peregrine"
 
-    def __init__(self, binary, threads, input_files):
+    def __init__(self, binary, threads, input_files, precision="fp32"):
         self.binary, self.threads, self.input_files = binary, threads, input_files
+        self.precision = precision
         self.timing = None  # "bench" or "run_wall", decided on the first chunk
         self.bench_extra = []
         self.extra_stats = {}
 
     def _cmd(self, sub, model, *rest):
         args = [self.binary, sub, model, "--threads", str(self.threads)]
+        if self.precision != "fp32":
+            args += ["--precision", self.precision]
         for name, path in self.input_files.items():
             args += ["--input", f"{name}={path}"]
         return args + list(rest)
@@ -318,13 +329,13 @@ class OnnxRuntime(InProcessEngine):
 class OpenVino(InProcessEngine):
     name = "openvino"
 
-    def __init__(self, model, threads, inputs):
+    def __init__(self, model, threads, inputs, precision="fp32"):
         import openvino as ov
         core = ov.Core()
         start = time.perf_counter()
         compiled = core.compile_model(core.read_model(model), "CPU", {
             "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_PRECISION_HINT": "f32"})
+            "INFERENCE_PRECISION_HINT": {"fp32": "f32", "bf16": "bf16"}[precision]})
         self.create_ms = (time.perf_counter() - start) * 1e3
         self.request = compiled.create_infer_request()
         self.inputs = inputs
@@ -413,14 +424,14 @@ def compare_model(model, args, use_openvino):
             files[name] = os.path.join(tmp, f"input_{i}.npy")
             np.save(files[name], value)
 
-        engines = [Peregrine(args.peregrine, args.threads, files)]
+        engines = [Peregrine(args.peregrine, args.threads, files, args.precision)]
         try:
             engines.append(OnnxRuntime(model, args.threads, inputs))
         except Exception as e:  # the reference is needed for agreement; keep going for timing
             record["errors"]["onnxruntime"] = str(e).strip()[:500]
         if use_openvino:
             try:
-                engines.append(OpenVino(model, args.threads, inputs))
+                engines.append(OpenVino(model, args.threads, inputs, args.precision))
             except Exception as e:
                 record["errors"]["openvino"] = str(e).strip()[:500]
 
@@ -475,6 +486,9 @@ def compare_model(model, args, use_openvino):
                     except Exception as e:
                         record["errors"][f"{engine.name}_memory"] = str(e).strip()[:500]
     timed = record["engines"]
+    if "peregrine" in timed and "openvino" in timed:
+        record["ratio_peregrine_openvino"] = timed["peregrine"]["median_ms"] / \
+            timed["openvino"]["median_ms"]
     if "peregrine" in timed and "onnxruntime" in timed:
         record["ratio_peregrine_ort"] = timed["peregrine"]["median_ms"] / \
             timed["onnxruntime"]["median_ms"]
@@ -492,7 +506,9 @@ def _fmt(value, spec):
 def print_table(results, show_openvino, show_memory=False, show_noise_floor=False):
     headers = ["model", "peregrine ms", "onnxruntime ms"] + (["openvino ms"] if show_openvino
                                                               else []) + \
-        ["pg/ort", "max abs", "max rel", "scaled", "cosine", "agree"] + \
+        ["pg/ort"] + (["pg/ov"] if show_openvino else []) + \
+        ["max abs", "max rel", "scaled", "cosine", "agree"] + \
+        (["ov scaled", "ov cosine"] if show_openvino else []) + \
         (["ort self rel"] if show_noise_floor else []) + \
         (["pg MiB", "ort MiB", "pg/ort MiB"] if show_memory else [])
     rows = []
@@ -509,11 +525,16 @@ def print_table(results, show_openvino, show_memory=False, show_noise_floor=Fals
                _fmt(eng.get("onnxruntime", {}).get("median_ms"), ".2f")]
         if show_openvino:
             row.append(_fmt(eng.get("openvino", {}).get("median_ms"), ".2f"))
-        row += [_fmt(rec.get("ratio_peregrine_ort"), ".2f"),
-                _fmt(agree.get("max_abs_err"), ".2e"), _fmt(agree.get("max_rel_err"), ".2e"),
+        row.append(_fmt(rec.get("ratio_peregrine_ort"), ".2f"))
+        if show_openvino:
+            row.append(_fmt(rec.get("ratio_peregrine_openvino"), ".2f"))
+        row += [_fmt(agree.get("max_abs_err"), ".2e"), _fmt(agree.get("max_rel_err"), ".2e"),
                 _fmt(agree.get("scaled_err"), ".1e"),
                 _fmt(agree.get("cosine"), ".6f"),
                 {True: "yes", False: "NO"}.get(agree.get("agree"), "-")]
+        if show_openvino:
+            ov = rec.get("agreement_openvino", {})
+            row += [_fmt(ov.get("scaled_err"), ".1e"), _fmt(ov.get("cosine"), ".6f")]
         if show_noise_floor:
             row.append(_fmt(rec.get("ort_self_agreement", {}).get("max_rel_err"), ".2e"))
         if show_memory:
@@ -573,8 +594,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--min-cosine", type=float, default=0.9999,
                         help="cosine similarity at or above which outputs agree")
-    parser.add_argument("--max-scaled-err", type=float, default=1e-3,
-                        help="largest max_abs_err / max|ref| at which outputs agree")
+    parser.add_argument("--max-scaled-err", type=float, default=None,
+                        help="largest max_abs_err / max|ref| at which outputs agree (default "
+                             "1e-3; 3e-2 with --precision bf16)")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="compute precision of Peregrine and OpenVINO (ORT stays fp32)")
     parser.add_argument("--no-openvino", action="store_true", help="skip OpenVINO even if present")
     parser.add_argument("--memory", action="store_true",
                         help="peak RSS of each engine, each in a fresh child process")
@@ -585,6 +609,8 @@ def main(argv=None):
                              "share of time on reference kernels and the op types that ran there")
     parser.add_argument("--json", action="store_true", help="print results as one JSON object")
     args = parser.parse_args(argv)
+    if args.max_scaled_err is None:
+        args.max_scaled_err = 3e-2 if args.precision == "bf16" else 1e-3
     if args.threads < 1 or args.iterations < 1 or args.rounds < 1:
         parser.error("--threads, --iterations and --rounds must be at least 1")
     if not (os.path.isfile(args.peregrine) and os.access(args.peregrine, os.X_OK)) and \
@@ -616,7 +642,7 @@ def main(argv=None):
     if args.json:
         import onnxruntime
         doc = {"threads": args.threads, "iterations": args.iterations, "rounds": args.rounds,
-               "seed": args.seed, "peregrine": args.peregrine,
+               "seed": args.seed, "peregrine": args.peregrine, "precision": args.precision,
                "onnxruntime_version": onnxruntime.__version__,
                "openvino": use_openvino, "rel_err_floor": REL_ERR_FLOOR,
                "min_cosine": args.min_cosine,
@@ -628,7 +654,7 @@ def main(argv=None):
                 print(f"error: {rec['model']}: {engine}: {message}", file=sys.stderr)
     else:
         print(f"threads {args.threads}, {args.rounds} interleaved rounds x {args.iterations} "
-              f"iterations, inputs seed {args.seed}")
+              f"iterations, inputs seed {args.seed}, precision {args.precision}")
         print_table(results, use_openvino, args.memory, args.noise_floor)
         if args.coverage:
             print("\ncoverage: share of Peregrine's node time on reference kernels")

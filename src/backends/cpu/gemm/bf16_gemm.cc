@@ -185,6 +185,10 @@ void gemm_packed_a(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64
           if (b.packer)
             kernel.pack_b_panel(f_buf + jp * kc * nr, static_cast<size_t>(nr),
                                 static_cast<size_t>(kc), static_cast<size_t>(nr), dst);
+          else if (b.f32_panels)
+            kernel.pack_b_panel(b.f32_panels + p0 * round_up(n, nr) + (j0 / nr + jp) * kc * nr,
+                                static_cast<size_t>(nr), static_cast<size_t>(kc),
+                                static_cast<size_t>(nr), dst);
           else
             pack_b_panel(kernel, b.view, p0, kc, j0 + jp * nr,
                          std::min<int64_t>(nr, ncur - jp * nr), dst);

@@ -61,16 +61,24 @@ class Bf16PackedMatrix {
 };
 
 // An operand: a float32 strided view (converted while packed), a matrix packed for the same
-// kernel, or (B only) a packer that writes float32 panels (an im2col rule).
+// kernel, or (B only) a packer that writes float32 panels (an im2col rule), or float32 panels
+// already in memory in f32_gemm's packed-B layout for NR = the bf16 kernel's NR and KC = its KC
+// (packed_b_offset of an f32 kernel with those sizes: Winograd's transformed input).
 struct Bf16GemmOperand {
   MatrixView view;
   const Bf16PackedMatrix* packed = nullptr;
   const BPanelPacker* packer = nullptr;
+  const float* f32_panels = nullptr;
   static Bf16GemmOperand of(const float* data, int64_t rs, int64_t cs) {
-    return {MatrixView{data, rs, cs}, nullptr, nullptr};
+    return {MatrixView{data, rs, cs}, nullptr, nullptr, nullptr};
   }
-  static Bf16GemmOperand of(const Bf16PackedMatrix& p) { return {MatrixView{}, &p, nullptr}; }
-  static Bf16GemmOperand of(const BPanelPacker& p) { return {MatrixView{}, nullptr, &p}; }
+  static Bf16GemmOperand of(const Bf16PackedMatrix& p) {
+    return {MatrixView{}, &p, nullptr, nullptr};
+  }
+  static Bf16GemmOperand of(const BPanelPacker& p) { return {MatrixView{}, nullptr, &p, nullptr}; }
+  static Bf16GemmOperand float_panels(const float* panels) {
+    return {MatrixView{}, nullptr, nullptr, panels};
+  }
 };
 
 // C = epilogue(alpha * A * B + beta * C) for A (m, k), B (k, n), C (m, n) row stride ldc, on

@@ -298,7 +298,12 @@ class ConvKernel : public PreparedKernel {
   ConvKernel(const GemmKernelInfo& gemm, const Bf16GemmKernelInfo* bf16, int64_t group,
              const Tensor* constant_w, const FusedEpilogue& fused, ConvAlgoChoice algo,
              bool unit_steps)
-      : gemm_(gemm), fused_(fused), group_(group), algo_(algo) {
+      : gemm_(gemm), bf16_(bf16), fused_(fused), group_(group), algo_(algo) {
+    // The Winograd weights (F(4x4): 4x the 3x3 weights, F(2x2): 16/9x) are built on the first
+    // run that chooses that algorithm, so layers the rule leaves on im2col never hold them.
+    if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
+        constant_w->dim(3) == 3 && unit_steps && algo != ConvAlgoChoice::kIm2col)
+      winograd_weights_ = *constant_w;
     if (bf16 && constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0 &&
         !(constant_w->dim(1) == 1 && group > 1)) {
       // The float32 original stays for fallbacks (reads_constant_data).
@@ -310,11 +315,6 @@ class ConvKernel : public PreparedKernel {
             out_c_group, k));
       return;
     }
-    // The Winograd weights (F(4x4): 4x the 3x3 weights, F(2x2): 16/9x) are built on the first
-    // run that chooses that algorithm, so layers the rule leaves on im2col never hold them.
-    if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
-        constant_w->dim(3) == 3 && unit_steps && algo != ConvAlgoChoice::kIm2col)
-      winograd_weights_ = *constant_w;
     if (constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0) {
       const int64_t out_c = constant_w->dim(0), out_c_group = out_c / group;
       const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
@@ -330,13 +330,13 @@ class ConvKernel : public PreparedKernel {
 
   std::string name() const override {  // the algorithm of the last run
     if (const char* dw = last_run_depthwise_.load()) return std::string("cpu/conv-") + dw;
+    if (last_run_winograd_ && winograd_)
+      return std::string("cpu/conv-winograd_f4x3-") + winograd_->gemm_name();
+    if (last_run_winograd_f2x3_ && winograd_f2x3_)
+      return std::string("cpu/conv-winograd_f2x3-") + winograd_f2x3_->gemm_name();
     if (!packed_w_bf16_.empty()) return std::string("cpu/conv-") + packed_w_bf16_[0].kernel()->name;
     if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
     if (last_run_tapwise_) return std::string("cpu/conv-tapwise-") + gemm_.name;
-    if (last_run_winograd_ && winograd_)
-      return std::string("cpu/conv-winograd_f4x3-") + winograd_->gemm().name;
-    if (last_run_winograd_f2x3_ && winograd_f2x3_)
-      return std::string("cpu/conv-winograd_f2x3-") + winograd_f2x3_->gemm().name;
     return std::string("cpu/conv-") + gemm_.name;
   }
 
@@ -408,7 +408,6 @@ class ConvKernel : public PreparedKernel {
       return Status::ok();
     }
     last_run_depthwise_ = nullptr;
-    if (!packed_w_bf16_.empty()) return run_bf16(ctx, px, pb, pz, py, s, g);
     const WinogradConvShape ws{s.batch, s.in_c,  s.in_h,  s.in_w, s.out_c,
                                s.out_h, s.out_w, s.pad_t, s.pad_l};
     const bool winograd_ok = winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 &&
@@ -417,16 +416,22 @@ class ConvKernel : public PreparedKernel {
                              winograd_weights_.dim(1) == s.in_c &&
                              std::max({s.pad_t, s.pad_l, g.pads_end[0], g.pads_end[1]}) <= 2;
     const bool is_auto = algo_ == ConvAlgoChoice::kAuto;
+    // At bf16 the rule never picks F(4x4): U and V rounded to bf16 after its transforms
+    // (coefficients up to 5) leave a layer about 10x the error of the direct bf16 conv, where
+    // F(2x2)'s is 2x (CpuBf16Conv.WinogradWithinBf16Error); F(2x2) takes the layers F(4x4)
+    // would.
     last_run_winograd_ =
-        winograd_ok && (algo_ == ConvAlgoChoice::kWinograd || (is_auto && use_winograd_f4x3(ws)));
+        winograd_ok && (algo_ == ConvAlgoChoice::kWinograd ||
+                        (is_auto && !bf16_ && use_winograd_f4x3(ws)));
     last_run_winograd_f2x3_ =
         winograd_ok && !last_run_winograd_ &&
-        (algo_ == ConvAlgoChoice::kWinogradF2x3 || (is_auto && use_winograd_f2x3(ws)));
+        (algo_ == ConvAlgoChoice::kWinogradF2x3 ||
+         (is_auto && (use_winograd_f2x3(ws) || (bf16_ && use_winograd_f4x3(ws)))));
     if (last_run_winograd_f2x3_) {
       if (!winograd_f2x3_)
         winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(
-            winograd_gemm_kernel(WinogradF2x3Conv::kTile, ws), winograd_f2x3_ukernels(),
-            winograd_weights_.data<float>(), s.out_c, s.in_c);
+            winograd_gemm(WinogradF2x3Conv::kTile, ws), winograd_f2x3_ukernels(),
+            winograd_weights_.data<float>(), s.out_c, s.in_c, bf16_);
       GemmEpilogue ep = activation_epilogue(fused_);
       ep.residual = pz;
       winograd_f2x3_->run(px, ws, pb, ep, py, threads);
@@ -435,13 +440,14 @@ class ConvKernel : public PreparedKernel {
     if (last_run_winograd_) {
       if (!winograd_)
         winograd_ = std::make_unique<WinogradF4x3Conv>(
-            winograd_gemm_kernel(WinogradF4x3Conv::kTile, ws), winograd_f4x3_ukernels(),
-            winograd_weights_.data<float>(), s.out_c, s.in_c);
+            winograd_gemm(WinogradF4x3Conv::kTile, ws), winograd_f4x3_ukernels(),
+            winograd_weights_.data<float>(), s.out_c, s.in_c, bf16_);
       GemmEpilogue ep = activation_epilogue(fused_);
       ep.residual = pz;
       winograd_->run(px, ws, pb, ep, py, threads);
       return Status::ok();
     }
+    if (!packed_w_bf16_.empty()) return run_bf16(ctx, px, pb, pz, py, s, g);
     const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
     const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
     const int64_t in_plane = s.in_h * s.in_w;
@@ -586,6 +592,14 @@ class ConvKernel : public PreparedKernel {
     }
   }
 
+  // The f32 GEMM whose packed-B panels Winograd's input transform writes: at bf16 precision
+  // the AVX-512 one, whose panels (NR 32, KC 256) the bf16 GEMM converts.
+  const GemmKernelInfo& winograd_gemm(int64_t tile, const WinogradConvShape& ws) const {
+    if (bf16_)
+      if (const GemmKernelInfo* k = f32_gemm_kernel_for(Isa::kAvx512)) return *k;
+    return winograd_gemm_kernel(tile, ws);
+  }
+
   // The conv as bf16 GEMMs, one per (image, group): B the input planes (1x1, stride 1, no
   // padding) or the im2col packer's panels.
   Status run_bf16(KernelContext& ctx, const float* px, const float* pb, const float* pz, float* py,
@@ -633,6 +647,7 @@ class ConvKernel : public PreparedKernel {
   }
 
   const GemmKernelInfo& gemm_;
+  const Bf16GemmKernelInfo* bf16_;  // at bf16 precision, else nullptr
   FusedEpilogue fused_;
   int64_t group_;
   std::vector<PackedMatrix> packed_w_;  // one (Cout_g, Cin_g * KH * KW) A per group

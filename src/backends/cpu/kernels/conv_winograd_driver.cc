@@ -49,10 +49,10 @@ void split_phase_rows(int64_t m, const float *plane, int64_t h, int64_t w, int64
   }
 }
 
-// U_xi (Cout, Cin) for xi = (m + 2) * row + column, from w (Cout, Cin, 3, 3) and G ((m + 2) x 3).
-std::vector<PackedMatrix> winograd_pack_weights(const GemmKernelInfo &gemm, int64_t tile,
-                                                const double (*g_matrix)[3], const float *w,
-                                                int64_t out_c, int64_t in_c) {
+// U_xi (Cout, Cin) for xi = (m + 2) * row + column, from w (Cout, Cin, 3, 3) and G ((m + 2) x 3):
+// (points, Cout, Cin) row-major.
+std::vector<float> winograd_transform_weights(int64_t tile, const double (*g_matrix)[3],
+                                              const float *w, int64_t out_c, int64_t in_c) {
   const int64_t a = tile + 2, points = a * a;
   // u: (points, Cout, Cin); U = G g G^T per filter, in double so only the final rounding is lost.
   std::vector<float> u(static_cast<size_t>(points * out_c * in_c));
@@ -71,6 +71,13 @@ std::vector<PackedMatrix> winograd_pack_weights(const GemmKernelInfo &gemm, int6
           u[static_cast<size_t>(((i * a + j) * out_c + oc) * in_c + ic)] = static_cast<float>(v);
         }
     }
+  return u;
+}
+
+std::vector<PackedMatrix> winograd_pack_weights(const GemmKernelInfo &gemm, int64_t tile,
+                                                const std::vector<float> &u, int64_t out_c,
+                                                int64_t in_c) {
+  const int64_t points = (tile + 2) * (tile + 2);
   std::vector<PackedMatrix> packed;
   packed.reserve(static_cast<size_t>(points));
   for (int64_t xi = 0; xi < points; ++xi)
@@ -110,9 +117,12 @@ WinogradBlocking winograd_blocking(int64_t tile, const WinogradConvShape &s, int
   return {block_rows, pitch};
 }
 
+// u_bf16: with bf16, the products on the bf16 GEMM (u unused).
 void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
-                  const std::vector<PackedMatrix> &u, const float *x, const WinogradConvShape &s,
-                  const float *bias, const GemmEpilogue &ep, float *y, int threads) {
+                  const std::vector<PackedMatrix> &u, const Bf16GemmKernelInfo *bf16,
+                  const std::vector<Bf16PackedMatrix> &u_bf16, const float *x,
+                  const WinogradConvShape &s, const float *bias, const GemmEpilogue &ep, float *y,
+                  int threads) {
   const int64_t points = (tile + 2) * (tile + 2);
   const int64_t tiles_h = ceil_div(s.out_h, tile), tiles_w = ceil_div(s.out_w, tile);
   const int64_t tile_rows = s.batch * tiles_h;  // (image, tile row), flattened
@@ -160,6 +170,13 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
     // M_xi (Cout, nb) = U_xi (Cout, Cin) V_xi (Cin, nb): one GEMM per task, both operands
     // pre-packed.
     auto gemm_task = [&](int64_t xi, int) {
+      if (bf16) {
+        bf16_gemm(*bf16, s.out_c, nb, s.in_c,
+                  Bf16GemmOperand::of(u_bf16[static_cast<size_t>(xi)]),
+                  Bf16GemmOperand::float_panels(v + xi * vx), m + xi * s.out_c * nb, nb, 1.0f,
+                  0.0f, GemmEpilogue{}, gemm.epilogue, 1);
+        return;
+      }
       f32_gemm(gemm, s.out_c, nb, s.in_c, GemmOperand::of(u[static_cast<size_t>(xi)]),
                GemmOperand::prepacked(v + xi * vx), m + xi * s.out_c * nb, nb, 1.0f, 0.0f,
                GemmEpilogue{}, 1);
@@ -221,17 +238,27 @@ const GemmKernelInfo &winograd_gemm_kernel(int64_t tile, const WinogradConvShape
 
 WinogradConv::WinogradConv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
                            int64_t tile, const double (*g)[3], const float *w, int64_t out_c,
-                           int64_t in_c)
+                           int64_t in_c, const Bf16GemmKernelInfo *bf16)
     : gemm_(gemm),
       transforms_(transforms),
       tile_(tile),
       out_c_(out_c),
       in_c_(in_c),
-      u_(winograd_pack_weights(gemm, tile, g, w, out_c, in_c)) {}
+      bf16_(bf16 && bf16->nr == gemm.nr && bf16->kc == gemm.kc ? bf16 : nullptr) {
+  const std::vector<float> u = winograd_transform_weights(tile, g, w, out_c, in_c);
+  if (!bf16_) {
+    u_ = winograd_pack_weights(gemm, tile, u, out_c, in_c);
+    return;
+  }
+  const int64_t points = (tile + 2) * (tile + 2);
+  for (int64_t xi = 0; xi < points; ++xi)
+    u_bf16_.push_back(Bf16PackedMatrix::pack_a(
+        *bf16_, MatrixView{u.data() + xi * out_c * in_c, in_c, 1}, out_c, in_c));
+}
 
 void WinogradConv::run(const float *x, const WinogradConvShape &s, const float *bias,
                        const GemmEpilogue &ep, float *y, int threads) const {
-  winograd_run(tile_, gemm_, transforms_, u_, x, s, bias, ep, y, threads);
+  winograd_run(tile_, gemm_, transforms_, u_, bf16_, u_bf16_, x, s, bias, ep, y, threads);
 }
 
 }  // namespace peregrine::cpu

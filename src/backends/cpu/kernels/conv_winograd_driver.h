@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/ukernels/f32_winograd_ukernels.h"
 
@@ -27,9 +28,14 @@ const GemmKernelInfo &winograd_gemm_kernel(int64_t tile, const WinogradConvShape
 class WinogradConv {
  public:
   // w: (Cout, Cin, 3, 3) row-major; g: G, (tile + 2) x 3. The GEMM and transform tables (that
-  // algorithm's, for `tile`) must outlive this object.
+  // algorithm's, for `tile`) must outlive this object. With `bf16` (a node at bf16 precision)
+  // the (tile + 2)^2 products run on the bf16 GEMM, U packed in bf16 and V converted from the
+  // float32 panels the input transform writes for `gemm`, whose NR and KC must be bf16's.
   WinogradConv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, int64_t tile,
-               const double (*g)[3], const float *w, int64_t out_c, int64_t in_c);
+               const double (*g)[3], const float *w, int64_t out_c, int64_t in_c,
+               const Bf16GemmKernelInfo *bf16 = nullptr);
+  // The name of the products' GEMM micro-kernel.
+  const char *gemm_name() const { return bf16_ ? bf16_->name : gemm_.name; }
 
   const GemmKernelInfo &gemm() const { return gemm_; }
   int64_t out_c() const { return out_c_; }
@@ -45,7 +51,9 @@ class WinogradConv {
   const GemmKernelInfo &gemm_;
   const WinogradUkernels &transforms_;
   int64_t tile_, out_c_, in_c_;
+  const Bf16GemmKernelInfo *bf16_;
   std::vector<PackedMatrix> u_;  // (tile + 2)^2 packed (Cout, Cin) A operands, xi = row-major
+  std::vector<Bf16PackedMatrix> u_bf16_;  // the same in bf16, instead of u_, with bf16_
 };
 
 }  // namespace peregrine::cpu

@@ -39,7 +39,7 @@ class WinogradF2x3Conv : public WinogradConv {
   static constexpr int64_t kTile = 2;  // output tile side
   // w: (Cout, Cin, 3, 3) row-major; transforms: winograd_f2x3_ukernels*.
   WinogradF2x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
-                   int64_t out_c, int64_t in_c);
+                   int64_t out_c, int64_t in_c, const Bf16GemmKernelInfo *bf16 = nullptr);
 };
 
 }  // namespace peregrine::cpu

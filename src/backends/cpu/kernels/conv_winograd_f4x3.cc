@@ -49,7 +49,8 @@ bool use_winograd_f4x3(const WinogradConvShape &s) {
 }
 
 WinogradF4x3Conv::WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms,
-                                   const float *w, int64_t out_c, int64_t in_c)
-    : WinogradConv(gemm, transforms, kTile, kG, w, out_c, in_c) {}
+                                   const float *w, int64_t out_c, int64_t in_c,
+                                   const Bf16GemmKernelInfo *bf16)
+    : WinogradConv(gemm, transforms, kTile, kG, w, out_c, in_c, bf16) {}
 
 }  // namespace peregrine::cpu

@@ -47,7 +47,7 @@ class WinogradF4x3Conv : public WinogradConv {
   static constexpr int64_t kTile = 4;  // output tile side
   // w: (Cout, Cin, 3, 3) row-major; transforms: winograd_f4x3_ukernels*.
   WinogradF4x3Conv(const GemmKernelInfo &gemm, const WinogradUkernels &transforms, const float *w,
-                   int64_t out_c, int64_t in_c);
+                   int64_t out_c, int64_t in_c, const Bf16GemmKernelInfo *bf16 = nullptr);
 };
 
 }  // namespace peregrine::cpu
