@@ -289,7 +289,8 @@ void BM_Bf16Ukernel(benchmark::State& state) {
   for (size_t i = 0; i < kp * kernel->nr; ++i) b[i] = 0x3e803e80u;
   std::vector<float> c(kernel->mr * kernel->nr);
   for (auto _ : state) {
-    kernel->ukernel(kernel->mr, kernel->nr, kp, a.data(), b, c.data(), kernel->nr, 1.0f, 1.0f);
+    kernel->ukernel(kernel->mr, kernel->nr, kp, a.data(), b, c.data(), kernel->nr, 1.0f, 1.0f,
+                    nullptr);
     benchmark::ClobberMemory();
   }
   std::free(b);

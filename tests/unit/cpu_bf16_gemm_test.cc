@@ -48,8 +48,10 @@ class MatrixPacker : public BPanelPacker {
 enum class AForm { kView, kTransposedView, kPacked };
 enum class BForm { kView, kTransposedView, kPacked, kPacker };
 
+// epilogue: per-row bias + residual + Relu (fused into the micro-kernel); sigmoid: per-column
+// bias + Sigmoid instead (the tile epilogue after the store).
 void check(int64_t m, int64_t n, int64_t k, AForm af, BForm bf, float alpha, float beta,
-           bool epilogue, int threads) {
+           bool epilogue, int threads, bool sigmoid = false) {
   const Bf16GemmKernelInfo* kernel = bf16_gemm_kernel();
   SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                " a=" + std::to_string(static_cast<int>(af)) +
@@ -63,7 +65,7 @@ void check(int64_t m, int64_t n, int64_t k, AForm af, BForm bf, float alpha, flo
     for (int64_t j = 0; j < n; ++j) bt[j * k + p] = b[p * n + j];
   const int64_t ldc = n + 5;
   std::vector<float> c = random_floats(static_cast<size_t>(m * ldc), 13), c0 = c;
-  std::vector<float> bias = random_floats(static_cast<size_t>(m), 14);
+  std::vector<float> bias = random_floats(static_cast<size_t>(std::max(m, n)), 14);
   std::vector<float> residual = random_floats(static_cast<size_t>(m * n), 15);
   GemmEpilogue ep;
   if (epilogue) {
@@ -72,6 +74,11 @@ void check(int64_t m, int64_t n, int64_t k, AForm af, BForm bf, float alpha, flo
     ep.residual = residual.data();
     ep.ldr = n;
     ep.activation = Activation::kRelu;
+  }
+  if (sigmoid) {
+    ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+    ep.bias = bias.data();
+    ep.activation = Activation::kSigmoid;
   }
   Bf16PackedMatrix pa = Bf16PackedMatrix::pack_a(*kernel, MatrixView{a.data(), k, 1}, m, k);
   Bf16PackedMatrix pb = Bf16PackedMatrix::pack_b(*kernel, MatrixView{bt.data(), 1, k}, k, n);
@@ -100,6 +107,7 @@ void check(int64_t m, int64_t n, int64_t k, AForm af, BForm bf, float alpha, flo
       }
       double want = alpha * sum + (beta != 0.0f ? beta * c0[i * ldc + j] : 0.0);
       if (epilogue) want = std::max(0.0, want + bias[i] + residual[i * n + j]);
+      if (sigmoid) want = 1.0 / (1.0 + std::exp(-(want + bias[j])));
       const double tol = 1e-6 * (std::fabs(alpha) * mag + std::fabs(beta) + 1) * 8;
       ASSERT_NEAR(got, want, tol) << "at " << i << "," << j;
     }
@@ -123,6 +131,7 @@ TEST(Bf16Gemm, AlphaBetaAndEpilogue) {
   check(17, 45, 300, AForm::kView, BForm::kPacked, -1.5f, 1.0f, true, 1);
   check(30, 600, 40, AForm::kPacked, BForm::kPacker, 1.0f, 0.0f, true, 2);
   check(5, 7, 0, AForm::kView, BForm::kView, 1.0f, 0.5f, true, 1);  // k == 0: beta * C
+  check(33, 70, 129, AForm::kView, BForm::kPacked, 1.0f, 0.0f, false, 2, true);
 }
 
 }  // namespace

@@ -159,6 +159,10 @@ void gemm_packed_a(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64
     n_blocks = std::min<int64_t>(panels_n, round_up(n_blocks, num_threads));
   }
   const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
+  // On the last K block, bias, residual and clamp-type activations go into the micro-kernel's
+  // registers; other activations take the tile epilogue after the store.
+  float clamp_lo = 0.0f, clamp_hi = 0.0f;
+  const bool fusable = !ep.empty() && fused_epilogue_clamp(ep, &clamp_lo, &clamp_hi);
   auto task = [&](int64_t t, int) {
     const int64_t part = t % parts_m, block = t / parts_m;
     const int64_t m_begin = tiles_m * part / parts_m * mr;
@@ -197,16 +201,19 @@ void gemm_packed_a(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64
       }
       const float beta_block = p0 == 0 ? beta : 1.0f;
       const bool last = p0 + kc == k;
+      const bool fuse = last && fusable;
       for (int64_t i = m_begin; i < m_end; i += mr) {
         const int64_t rows = std::min<int64_t>(mr, m_end - i);
         const uint32_t* a_panel = a.panel(i / mr, p0);
         for (int64_t jp = 0; jp < npanels; ++jp) {
           const int64_t j = j0 + jp * nr, cols = std::min<int64_t>(nr, ncur - jp * nr);
           float* tile = c + i * ldc + j;
+          F32GemmTileEpilogue te;
+          if (fuse) te = fused_tile_epilogue(ep, clamp_lo, clamp_hi, i, j);
           kernel.ukernel(static_cast<size_t>(rows), static_cast<size_t>(cols),
                          static_cast<size_t>(kp), a_panel, b_panels + jp * b_stride, tile,
-                         static_cast<size_t>(ldc), alpha, beta_block);
-          if (last && !ep.empty())
+                         static_cast<size_t>(ldc), alpha, beta_block, fuse ? &te : nullptr);
+          if (last && !fuse && !ep.empty())
             epilogue(tile, static_cast<size_t>(ldc), static_cast<size_t>(rows),
                      static_cast<size_t>(cols), static_cast<size_t>(i), static_cast<size_t>(j), ep);
         }

@@ -172,43 +172,6 @@ void pack_b_block(MatrixView b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, 
   }
 }
 
-// The clamp a fused micro-kernel applies for `ep`'s activation (HardSwish: none, the tile
-// epilogue's own step); false when the activation needs the full epilogue.
-bool clamp_of(const GemmEpilogue& ep, float* lo, float* hi) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  switch (ep.activation) {
-    case Activation::kNone:
-      *lo = -kInf, *hi = kInf;
-      return true;
-    case Activation::kRelu:
-      *lo = 0.0f, *hi = kInf;
-      return true;
-    case Activation::kClip:
-      *lo = ep.act_alpha, *hi = ep.act_beta;
-      return true;
-    case Activation::kHardSwish:  // the tile epilogue's hardswish step, no clamp
-      *lo = -kInf, *hi = kInf;
-      return true;
-    default:
-      return false;
-  }
-}
-
-// `ep` (bias, residual, clamp `lo`..`hi`) for the full tile at (row0, col0) of C.
-F32GemmTileEpilogue tile_epilogue(const GemmEpilogue& ep, float lo, float hi, int64_t row0,
-                                  int64_t col0) {
-  F32GemmTileEpilogue t;
-  t.lo = lo, t.hi = hi;
-  t.hardswish = ep.activation == Activation::kHardSwish;
-  if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) t.bias_row = ep.bias + row0;
-  if (ep.bias_kind == GemmEpilogue::Bias::kPerColumn) t.bias_col = ep.bias + col0;
-  if (ep.residual) {
-    t.residual = ep.residual + row0 * ep.ldr + col0;
-    t.ldr = static_cast<size_t>(ep.ldr);
-  }
-  return t;
-}
-
 // Requests the cache lines of a (rows, cols) tile with row stride ld, for reading.
 inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i, p += ld) {
@@ -280,6 +243,43 @@ void pack_b_whole(const GemmKernelInfo& kernel, const GemmOperand& b, int64_t k,
 }
 
 }  // namespace
+
+// The clamp a fused micro-kernel applies for `ep`'s activation (HardSwish: none, the tile
+// epilogue's own step); false when the activation needs the full epilogue.
+bool fused_epilogue_clamp(const GemmEpilogue& ep, float* lo, float* hi) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  switch (ep.activation) {
+    case Activation::kNone:
+      *lo = -kInf, *hi = kInf;
+      return true;
+    case Activation::kRelu:
+      *lo = 0.0f, *hi = kInf;
+      return true;
+    case Activation::kClip:
+      *lo = ep.act_alpha, *hi = ep.act_beta;
+      return true;
+    case Activation::kHardSwish:  // the tile epilogue's hardswish step, no clamp
+      *lo = -kInf, *hi = kInf;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// `ep` (bias, residual, clamp `lo`..`hi`) for the full tile at (row0, col0) of C.
+F32GemmTileEpilogue fused_tile_epilogue(const GemmEpilogue& ep, float lo, float hi, int64_t row0,
+                                  int64_t col0) {
+  F32GemmTileEpilogue t;
+  t.lo = lo, t.hi = hi;
+  t.hardswish = ep.activation == Activation::kHardSwish;
+  if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) t.bias_row = ep.bias + row0;
+  if (ep.bias_kind == GemmEpilogue::Bias::kPerColumn) t.bias_col = ep.bias + col0;
+  if (ep.residual) {
+    t.residual = ep.residual + row0 * ep.ldr + col0;
+    t.ldr = static_cast<size_t>(ep.ldr);
+  }
+  return t;
+}
 
 const GemmKernelInfo* f32_gemm_kernel_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
@@ -438,7 +438,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // On the last K block full tiles take the epilogue in registers when the ISA can.
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
   const bool fusable =
-      !ep.empty() && kernel.fused_ukernel != nullptr && clamp_of(ep, &clamp_lo, &clamp_hi);
+      !ep.empty() && kernel.fused_ukernel != nullptr &&
+      fused_epilogue_clamp(ep, &clamp_lo, &clamp_hi);
   const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
   // Tile order within a block. A pre-packed A with its L2-sized B block: a row of tiles at a
   // time, so consecutive tiles write (and read residuals from) the same MR rows of C, each row
@@ -540,7 +541,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
           if (direct_b || (!full && kernel.partial_ukernel)) {
             // Straight into C: B in place (row stride ldb), or an edge tile of packed panels.
             F32GemmTileEpilogue te;
-            if (fuse_epilogue) te = tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr);
+            if (fuse_epilogue) te = fused_tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr);
             const int64_t ldb = direct_b ? b.view.rs : nr;
             kernel.partial_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
                                    static_cast<size_t>(kc), ap, bp, static_cast<size_t>(ldb), ct,
@@ -551,7 +552,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
             if (fuse_epilogue) {
               kernel.fused_ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
                                    alpha, beta_block,
-                                   tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr));
+                                   fused_tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr));
               epilogue_done = true;
             } else {
               kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
@@ -597,7 +598,7 @@ void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const
   if (m <= 0 || rows <= 0 || len <= 0) return;
   const int mr = kernel.mr, nr = kernel.nr;
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
-  const bool fusable = !ep.empty() && clamp_of(ep, &clamp_lo, &clamp_hi);
+  const bool fusable = !ep.empty() && fused_epilogue_clamp(ep, &clamp_lo, &clamp_hi);
   auto task = [&](int64_t r, int) {
     thread_local std::vector<const float*> pointers;
     pointers.resize(static_cast<size_t>(k));
@@ -615,7 +616,7 @@ void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const
           const int64_t ncols = std::min<int64_t>(nr, len - j);
           float* ct = c + i0 * ldc + col0 + j;
           F32GemmTileEpilogue te;
-          if (last && fusable) te = tile_epilogue(ep, clamp_lo, clamp_hi, i0, col0 + j);
+          if (last && fusable) te = fused_tile_epilogue(ep, clamp_lo, clamp_hi, i0, col0 + j);
           kernel.indirect_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
                                   static_cast<size_t>(kc), ap, pointers.data() + p0,
                                   static_cast<size_t>(j), ct, static_cast<size_t>(ldc), 1.0f,

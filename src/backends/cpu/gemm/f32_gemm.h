@@ -60,6 +60,13 @@ struct GemmEpilogue {
 using F32GemmEpilogueFn = void (*)(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
                                    size_t col0, const GemmEpilogue& ep);
 
+// The clamp a fused micro-kernel applies for `ep`'s activation (HardSwish: none, the tile
+// epilogue's own step); false when the activation needs the full epilogue.
+bool fused_epilogue_clamp(const GemmEpilogue& ep, float* lo, float* hi);
+// `ep` (bias, residual, clamp `lo`..`hi`) for the full tile at (row0, col0) of C.
+F32GemmTileEpilogue fused_tile_epilogue(const GemmEpilogue& ep, float lo, float hi, int64_t row0,
+                                        int64_t col0);
+
 // One ISA's GEMM: micro-kernel, register tile and cache blocking.
 struct GemmKernelInfo {
   Isa isa;

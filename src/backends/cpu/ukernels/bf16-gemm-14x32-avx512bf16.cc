@@ -5,6 +5,11 @@
 // tokens) issues only its rows' dot products. Packing and edge contract: bf16_gemm_ukernels.h.
 #include <immintrin.h>
 
+// GCC 12's _mm512_max_ps / _mm512_min_ps pass an _mm512_undefined_ps() pass-through operand
+// that -W(maybe-)uninitialized reports once inlined; it is never read (the mask is all ones).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
 
 namespace peregrine::cpu::avx512bf16 {
@@ -24,7 +29,7 @@ inline __mmask16 column_mask(size_t cols) {
 
 template <int R>
 void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
-          float alpha, float beta) {
+          float alpha, float beta, const F32GemmTileEpilogue* ep) {
   __m512 acc0[R], acc1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
@@ -42,6 +47,11 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
   }
   const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
+  if (ep && ep->bias_col) {
+    col0 = _mm512_maskz_loadu_ps(m0, ep->bias_col);
+    col1 = _mm512_maskz_loadu_ps(m1, ep->bias_col + 16);
+  }
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) {
     float* row = c + i * ldc;
@@ -51,13 +61,37 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
       v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), v0);
       v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), v1);
     }
+    if (ep) {
+      if (ep->bias_row) {
+        const __m512 br = _mm512_set1_ps(ep->bias_row[i]);
+        v0 = _mm512_add_ps(v0, br), v1 = _mm512_add_ps(v1, br);
+      }
+      v0 = _mm512_add_ps(v0, col0), v1 = _mm512_add_ps(v1, col1);
+      if (ep->residual) {
+        const float* r = ep->residual + i * ep->ldr;
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, r));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, r + 16));
+      }
+      // max / min return their second operand when either is NaN: NaN stays NaN.
+      const __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+      v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
+      v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+      if (ep->hardswish) {
+        const __m512 sixth = _mm512_set1_ps(1.0f / 6.0f), half = _mm512_set1_ps(0.5f);
+        const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+        v0 = _mm512_mul_ps(
+            v0, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v0, sixth, half), zero), one));
+        v1 = _mm512_mul_ps(
+            v1, _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v1, sixth, half), zero), one));
+      }
+    }
     _mm512_mask_storeu_ps(row, m0, v0);
     _mm512_mask_storeu_ps(row + 16, m1, v1);
   }
 }
 
 using TileFn = void (*)(size_t, size_t, const uint32_t*, const uint32_t*, float*, size_t, float,
-                        float);
+                        float, const F32GemmTileEpilogue*);
 constexpr TileFn kTiles[kMr] = {tile<1>, tile<2>,  tile<3>,  tile<4>,  tile<5>,
                                 tile<6>, tile<7>,  tile<8>,  tile<9>,  tile<10>,
                                 tile<11>, tile<12>, tile<13>, tile<14>};
@@ -76,8 +110,8 @@ inline __m512i interleave_pairs(__m512 r0, __m512 r1) {
 
 void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, const uint32_t* a,
                                          const uint32_t* b, float* c, size_t ldc, float alpha,
-                                         float beta) {
-  kTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta);
+                                         float beta, const F32GemmTileEpilogue* ep) {
+  kTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta, ep);
 }
 
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols,

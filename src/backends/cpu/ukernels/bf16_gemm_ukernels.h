@@ -8,17 +8,21 @@
 //     64-byte aligned.
 // Contract: C(rows, cols) = alpha * A(rows, 2 kp) * B(2 kp, cols) + beta * C, rows <= MR,
 // cols <= NR; the tile is computed whole (panels are zero-padded) and only rows x cols of C
-// are stored. beta == 0 never reads C. Conversion from float32 rounds to nearest even.
+// are stored. beta == 0 never reads C. With `ep` (the last K block of a fused epilogue), the
+// tile takes it in registers before the store (F32GemmTileEpilogue: bias, residual, clamp,
+// HardSwish). Conversion from float32 rounds to nearest even.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/ukernels/f32_gemm_ukernels.h"
+
 namespace peregrine::cpu {
 
 using Bf16GemmUkernelFn = void (*)(size_t rows, size_t cols, size_t kp, const uint32_t* a,
                                    const uint32_t* b, float* c, size_t ldc, float alpha,
-                                   float beta);
+                                   float beta, const F32GemmTileEpilogue* ep);
 // B panel from float32: row p (p < k) at src + p * ld, its first `cols` (<= NR) values; rows
 // past k and columns past cols are zero. dst: (ceil(k / 2), NR) uint32.
 using Bf16PackBFn = void (*)(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
@@ -31,7 +35,7 @@ inline constexpr int kBf16GemmMr = 14;
 inline constexpr int kBf16GemmNr = 32;
 void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, const uint32_t* a,
                                          const uint32_t* b, float* c, size_t ldc, float alpha,
-                                         float beta);
+                                         float beta, const F32GemmTileEpilogue* ep);
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
 void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_t k,
                                 uint32_t* dst);
