@@ -82,6 +82,13 @@ TEST(CpuBf16Conv, MatchesReferenceOnRoundedInputs) {
   check_conv({1, 3, 31, 29, 16, 7, 1, {2, 2}, {3, 3, 3, 3}});   // a stem conv
   check_conv({1, 6, 9, 7, 9, 3, 3, {1, 1}, {1, 1, 1, 1}});      // grouped
   check_conv({1, 64, 20, 21, 20, 1, 1, {1, 1}, {0, 0, 0, 0}});  // N 420: several N blocks
+  // Dilated, taps mostly in the padding: tap-wise 1x1 products, on the bf16 GEMM.
+  check("Conv",
+        {{"X", random_tensor({1, 12, 9, 10}, 1)}, {"W", random_tensor({7, 12, 3, 3}, 2)},
+         {"B", random_tensor({7}, 3)}},
+        {false, true, true},
+        {ints_attr("dilations", {6, 6}), ints_attr("pads", {6, 6, 6, 6})}, {true, true, false},
+        "tapwise-bf16");
   // Depthwise: float32 kernels, the unrounded reference.
   check_conv({1, 7, 11, 13, 7, 3, 7, {1, 1}, {1, 1, 1, 1}}, "dwconv");
 }

@@ -334,7 +334,9 @@ class ConvKernel : public PreparedKernel {
       return std::string("cpu/conv-winograd_f4x3-") + winograd_->gemm_name();
     if (last_run_winograd_f2x3_ && winograd_f2x3_)
       return std::string("cpu/conv-winograd_f2x3-") + winograd_f2x3_->gemm_name();
-    if (!packed_w_bf16_.empty()) return std::string("cpu/conv-") + packed_w_bf16_[0].kernel()->name;
+    if (!packed_w_bf16_.empty())
+      return std::string(last_run_tapwise_ ? "cpu/conv-tapwise-" : "cpu/conv-") +
+             packed_w_bf16_[0].kernel()->name;
     if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
     if (last_run_tapwise_) return std::string("cpu/conv-tapwise-") + gemm_.name;
     return std::string("cpu/conv-") + gemm_.name;
@@ -447,7 +449,14 @@ class ConvKernel : public PreparedKernel {
       winograd_->run(px, ws, pb, ep, py, threads);
       return Status::ok();
     }
-    if (!packed_w_bf16_.empty()) return run_bf16(ctx, px, pb, pz, py, s, g);
+    if (!packed_w_bf16_.empty()) {
+      last_run_tapwise_ = tapwise_applies(s) && packed_w_bf16_.size() == 1;
+      if (last_run_tapwise_) {
+        run_tapwise(pw, px, pb, pz, py, s, threads);
+        return Status::ok();
+      }
+      return run_bf16(ctx, px, pb, pz, py, s, g);
+    }
     const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
     const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
     const int64_t in_plane = s.in_h * s.in_w;
@@ -456,12 +465,10 @@ class ConvKernel : public PreparedKernel {
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
-    last_run_tapwise_ = algo_ == ConvAlgoChoice::kAuto && use_packed && group_ == 1 &&
-                        s.stride_h == 1 && s.stride_w == 1 && s.kh * s.kw > 1 &&
-                        tapwise_useful_fraction(s) <= kTapwiseMaxUsefulFraction;
+    last_run_tapwise_ = use_packed && tapwise_applies(s);
     if (last_run_tapwise_) {
       last_run_indirect_ = false;
-      run_tapwise(px, pb, pz, py, s, threads);
+      run_tapwise(nullptr, px, pb, pz, py, s, threads);
       return Status::ok();
     }
     last_run_indirect_ =
@@ -512,17 +519,34 @@ class ConvKernel : public PreparedKernel {
   // shifted (zeros where they leave the input), so each tap's B is contiguous rows of that copy;
   // taps that read only padding are skipped. The first tap that covers every output row writes
   // C (beta 0), the others accumulate; bias, residual and activation are one pass at the end.
-  void run_tapwise(const float* px, const float* pb, const float* pz, float* py,
+  // At bf16 the taps' products run on the bf16 GEMM, their weights taken from `pw` (the
+  // float32 weights, kept at bf16); at float32 `pw` is nullptr and they come from packed_w_.
+  bool tapwise_applies(const Conv2dShape& s) const {
+    return algo_ == ConvAlgoChoice::kAuto && group_ == 1 && s.stride_h == 1 && s.stride_w == 1 &&
+           s.kh * s.kw > 1 && tapwise_useful_fraction(s) <= kTapwiseMaxUsefulFraction;
+  }
+
+  void run_tapwise(const float* pw, const float* px, const float* pb, const float* pz, float* py,
                    const Conv2dShape& s, int threads) {
     const int64_t taps = s.kh * s.kw, in_c = s.in_c, out_c = s.out_c;
     const int64_t pixels = s.out_h * s.out_w, in_plane = s.in_h * s.in_w;
-    if (static_cast<int64_t>(tap_w_.size()) != taps) {  // W_tap (Cout, Cin) from the packed A
-      std::vector<float> w(static_cast<size_t>(out_c * in_c * taps));
-      packed_w_[0].unpack(w.data());  // (Cout, Cin * KH * KW)
+    const size_t built = bf16_ ? tap_w_bf16_.size() : tap_w_.size();
+    if (static_cast<int64_t>(built) != taps) {  // W_tap (Cout, Cin)
+      std::vector<float> unpacked;
+      if (!bf16_) {
+        unpacked.resize(static_cast<size_t>(out_c * in_c * taps));
+        packed_w_[0].unpack(unpacked.data());  // (Cout, Cin * KH * KW)
+        pw = unpacked.data();
+      }
       tap_w_.clear();
-      for (int64_t t = 0; t < taps; ++t)
-        tap_w_.push_back(PackedMatrix::pack_a(gemm_, MatrixView{w.data() + t, in_c * taps, taps},
-                                              out_c, in_c));
+      tap_w_bf16_.clear();
+      for (int64_t t = 0; t < taps; ++t) {
+        const MatrixView tap{pw + t, in_c * taps, taps};
+        if (bf16_)
+          tap_w_bf16_.push_back(Bf16PackedMatrix::pack_a(*bf16_, tap, out_c, in_c));
+        else
+          tap_w_.push_back(PackedMatrix::pack_a(gemm_, tap, out_c, in_c));
+      }
     }
     const int64_t shifted_plane = s.in_h * s.out_w;
     float* shifted = conv_scratch_floats(static_cast<size_t>(in_c * shifted_plane));
@@ -569,11 +593,18 @@ class ConvKernel : public PreparedKernel {
             rows_of(ky, &r0, &r1);
             if (r0 >= r1) continue;
             const int64_t oy = ky * s.dil_h - s.pad_t;
-            f32_gemm(gemm_, out_c, (r1 - r0) * s.out_w, in_c,
-                     GemmOperand::of(tap_w_[static_cast<size_t>(t)]),
-                     GemmOperand::of(shifted + (r0 + oy) * s.out_w, shifted_plane, 1),
-                     y + r0 * s.out_w, pixels, 1.0f, t == first ? 0.0f : 1.0f, GemmEpilogue{},
-                     threads);
+            const float* b = shifted + (r0 + oy) * s.out_w;
+            const float beta = t == first ? 0.0f : 1.0f;
+            if (bf16_)
+              bf16_gemm(*bf16_, out_c, (r1 - r0) * s.out_w, in_c,
+                        Bf16GemmOperand::of(tap_w_bf16_[static_cast<size_t>(t)]),
+                        Bf16GemmOperand::of(b, shifted_plane, 1), y + r0 * s.out_w, pixels, 1.0f,
+                        beta, GemmEpilogue{}, gemm_.epilogue, threads);
+            else
+              f32_gemm(gemm_, out_c, (r1 - r0) * s.out_w, in_c,
+                       GemmOperand::of(tap_w_[static_cast<size_t>(t)]),
+                       GemmOperand::of(b, shifted_plane, 1), y + r0 * s.out_w, pixels, 1.0f, beta,
+                       GemmEpilogue{}, threads);
           }
         }
       }
@@ -662,6 +693,7 @@ class ConvKernel : public PreparedKernel {
   std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
   std::atomic<bool> last_run_tapwise_{false};             // run_tapwise (taps in padding)
   std::vector<PackedMatrix> tap_w_;  // tap-wise: one (Cout, Cin) A per tap, built on first use
+  std::vector<Bf16PackedMatrix> tap_w_bf16_;  // the same at bf16 precision
   std::optional<WindowGeometry> window_;  // resolved for window_sizes_ (input H, W, kernel H, W)
   std::array<int64_t, 4> window_sizes_{};
 };
