@@ -63,29 +63,31 @@ struct ConvCase {
 void check_conv(const ConvCase& cc, const std::string& kernel_part = "bf16") {
   SCOPED_TRACE("conv c=" + std::to_string(cc.c) + " oc=" + std::to_string(cc.out_c) +
                " k=" + std::to_string(cc.k) + " group=" + std::to_string(cc.group));
-  const bool depthwise = cc.group == cc.c && cc.group > 1;
+  const bool bf16 = kernel_part.find("bf16") != std::string::npos;  // else float32 inputs
   check("Conv",
         {{"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
          {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.k, cc.k}, 2)},
          {"B", random_tensor({cc.out_c}, 3)}},
         {false, true, true},
         {ints_attr("strides", cc.strides), ints_attr("pads", cc.pads), int_attr("group", cc.group)},
-        {!depthwise, !depthwise, false}, kernel_part);
+        {bf16, bf16, false}, kernel_part);
 }
 
 TEST(CpuBf16Conv, MatchesReferenceOnRoundedInputs) {
   if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
-  check_conv({1, 8, 7, 9, 13, 1, 1, {1, 1}, {0, 0, 0, 0}});     // 1x1: B the input planes
-  check_conv({2, 5, 9, 8, 6, 1, 1, {2, 2}, {0, 0, 0, 0}});      // strided 1x1: im2col
+  check_conv({1, 8, 7, 9, 15, 1, 1, {1, 1}, {0, 0, 0, 0}});     // 1x1: B the input planes
+  check_conv({2, 5, 9, 8, 16, 1, 1, {2, 2}, {0, 0, 0, 0}});     // strided 1x1: im2col
   check_conv({1, 3, 13, 11, 17, 3, 1, {1, 1}, {1, 1, 1, 1}});   // 3x3, odd K (27)
+  check_conv({1, 8, 9, 9, 13, 3, 1, {1, 1}, {1, 1, 1, 1}}, "f32");  // 13 rows: float32
   check_conv({1, 40, 12, 12, 30, 3, 1, {1, 1}, {1, 1, 1, 1}});  // K 360: two K blocks
   check_conv({1, 3, 31, 29, 16, 7, 1, {2, 2}, {3, 3, 3, 3}});   // a stem conv
-  check_conv({1, 6, 9, 7, 9, 3, 3, {1, 1}, {1, 1, 1, 1}});      // grouped
+  check_conv({1, 6, 9, 7, 45, 3, 3, {1, 1}, {1, 1, 1, 1}});     // grouped, 15 per group
+  check_conv({1, 16, 9, 7, 16, 3, 2, {2, 2}, {1, 1, 1, 1}}, "f32");  // 8 per group: float32
   check_conv({1, 64, 20, 21, 20, 1, 1, {1, 1}, {0, 0, 0, 0}});  // N 420: several N blocks
   // Dilated, taps mostly in the padding: tap-wise 1x1 products, on the bf16 GEMM.
   check("Conv",
-        {{"X", random_tensor({1, 12, 9, 10}, 1)}, {"W", random_tensor({7, 12, 3, 3}, 2)},
-         {"B", random_tensor({7}, 3)}},
+        {{"X", random_tensor({1, 12, 9, 10}, 1)}, {"W", random_tensor({14, 12, 3, 3}, 2)},
+         {"B", random_tensor({14}, 3)}},
         {false, true, true},
         {ints_attr("dilations", {6, 6}), ints_attr("pads", {6, 6, 6, 6})}, {true, true, false},
         "tapwise-bf16");

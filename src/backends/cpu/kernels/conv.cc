@@ -16,10 +16,11 @@
 //     use_winograd_f2x3() or PEREGRINE_CONV_ALGO says so.
 // Weights (constant) are packed once per group as the GEMM's A; the bias is the epilogue's
 // per-row bias.
-// A node at bf16 precision (passes/assign_precision.h) runs every non-depthwise conv as the
-// bf16 GEMM (gemm/bf16_gemm.h) on the same B (the input planes, or the im2col packer's
-// panels, converted while packed), its weights packed once in bf16; depthwise convs, which
-// are bound by memory rather than multiply-adds, stay float32.
+// A node at bf16 precision (passes/assign_precision.h) runs every non-depthwise conv with at
+// least 14 output channels per group on the bf16 GEMM (gemm/bf16_gemm.h): the same B (the
+// input planes, or the im2col packer's panels, converted while packed), Winograd F(2x2) or
+// tap-wise with bf16 products, its weights packed once in bf16. Depthwise convs, which are
+// bound by memory rather than multiply-adds, and narrower groups stay float32.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -304,8 +305,11 @@ class ConvKernel : public PreparedKernel {
     if (constant_w && constant_w->rank() == 4 && group == 1 && constant_w->dim(2) == 3 &&
         constant_w->dim(3) == 3 && unit_steps && algo != ConvAlgoChoice::kIm2col)
       winograd_weights_ = *constant_w;
+    // At bf16, convs with fewer output channels per group than the bf16 tile's rows stay
+    // float32: converting each input element would feed only those few rows (RegNetY's 8-wide
+    // groups were 2x slower at bf16, bench/real_models regnet_y_400mf).
     if (bf16 && constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0 &&
-        !(constant_w->dim(1) == 1 && group > 1)) {
+        !(constant_w->dim(1) == 1 && group > 1) && constant_w->dim(0) / group >= bf16->mr) {
       // The float32 original stays for fallbacks (reads_constant_data).
       const int64_t out_c_group = constant_w->dim(0) / group;
       const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
