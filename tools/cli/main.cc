@@ -19,7 +19,8 @@ const char kUsage[] =
     "  profile MODEL   per-node times, FLOPs, bytes and roofline; Chrome trace, HTML report\n"
     "  machine         measure this machine's peak FLOP/s and memory bandwidth\n"
     "  runs            list recorded bench/profile runs\n"
-    "  compare A B     compare two recorded runs\n\n"
+    "  compare A B     compare two recorded runs\n"
+    "  compare-precision MODEL  a reduced precision's error against fp32, per output and per layer\n\n"
     "'peregrine <command> --help' describes a command's options.\n"
     "exit codes: 0 ok, 2 bad model or bad input, 1 internal error\n";
 
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   if (cmd == "machine") return peregrine::cli::cmd_machine(n, args);
   if (cmd == "runs") return peregrine::cli::cmd_runs(n, args);
   if (cmd == "compare") return peregrine::cli::cmd_compare(n, args);
+  if (cmd == "compare-precision") return peregrine::cli::cmd_compare_precision(n, args);
   if (cmd == "compile") return peregrine::cli::cmd_compile(n, args);
   std::fprintf(stderr, "error: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
