@@ -2,6 +2,8 @@
 // thread count, memory and cache bandwidth) and caches them as JSON per CPU.
 #include "profiler/machine.h"
 
+#include "backends/cpu/cpu_features.h"
+
 #include <pwd.h>
 #include <unistd.h>
 
@@ -50,7 +52,7 @@ std::string MachineCeilings::best_isa() const {
   std::string best;
   double best_peak = -1;
   for (const auto& [isa, values] : peak_gflops) {
-    if (values.empty()) continue;
+    if (values.empty() || isa == kBf16Level) continue;  // a float32 roof only
     double p = values[0];
     if (p > best_peak || (p == best_peak && isa_width_rank(isa) > isa_width_rank(best))) {
       best = isa;
@@ -62,6 +64,11 @@ std::string MachineCeilings::best_isa() const {
 
 double MachineCeilings::peak_gflops_at(int threads) const {
   auto it = peak_gflops.find(best_isa());
+  return it == peak_gflops.end() ? 0 : at_threads(it->second, threads);
+}
+
+double MachineCeilings::bf16_peak_gflops_at(int threads) const {
+  auto it = peak_gflops.find(kBf16Level);
   return it == peak_gflops.end() ? 0 : at_threads(it->second, threads);
 }
 
@@ -181,6 +188,7 @@ CpuInfo detect_cpu_with_l3_total(size_t* l3_total) {
   cpu.isa_levels.push_back("scalar");
   if (cpu_has_avx2_fma()) cpu.isa_levels.push_back("avx2");
   if (cpu_has_avx512f()) cpu.isa_levels.push_back("avx512");
+  if (cpu_has_avx512f() && cpu::cpu_features().avx512_bf16) cpu.isa_levels.push_back(kBf16Level);
   detect_caches(&cpu, l3_total);
   return cpu;
 }
@@ -277,6 +285,8 @@ std::vector<IsaKernels> available_isas(const CpuInfo& cpu) {
 #if defined(PEREGRINE_X86_KERNELS)
     if (isa == "avx2") out.push_back({isa, &avx2::fma_loop, avx2::kFlopsPerIteration});
     if (isa == "avx512") out.push_back({isa, &avx512::fma_loop, avx512::kFlopsPerIteration});
+    if (isa == kBf16Level)
+      out.push_back({isa, &avx512bf16::dot_loop, avx512bf16::kFlopsPerIteration});
 #endif
   }
   return out;
@@ -827,6 +837,10 @@ Expected<MachineCeilings> load_or_measure_ceilings(bool force, const std::string
   std::string path = ceilings_cache_path(cache_dir, current_fingerprint());
   if (!force) {
     auto cached = load_cached_ceilings(cache_dir);
+    // A cache from a build that measured fewer levels (before the bf16 dot product had a
+    // roof) is measured again.
+    if (cached.is_ok() && cached->isa_levels != detect_cpu().isa_levels)
+      cached = invalid_input("it lacks levels this build measures");
     if (cached.is_ok()) return cached;
     std::error_code ec;
     if (std::filesystem::exists(path, ec))

@@ -12,6 +12,9 @@
 
 namespace peregrine {
 
+// The peak_gflops key of the bf16 dot product (not an ISA level of float32 kernels).
+inline constexpr const char* kBf16Level = "avx512_bf16";
+
 struct MachineCeilings {
   std::string cpu_model;    // from /proc/cpuinfo
   std::string fingerprint;  // hash of cpu model + ISA flags + logical cores: the cache key
@@ -32,6 +35,9 @@ struct MachineCeilings {
   // The roofs a run with `threads` threads sees: best ISA level's peak and triad bandwidth.
   // `threads` is clamped to 1..logical_cores; 0 when nothing was measured.
   double peak_gflops_at(int threads) const;
+  // The bf16 dot-product peak (peak_gflops["avx512_bf16"]), the roof of nodes running at
+  // bf16; 0 when not measured (no AVX512_BF16, or ceilings cached before it was measured).
+  double bf16_peak_gflops_at(int threads) const;
   double bandwidth_gbps_at(int threads) const;
   // The level with the highest 1-thread peak (the widest one on a tie); "" when none.
   std::string best_isa() const;

@@ -45,6 +45,12 @@ uint64_t read(const void* data, size_t bytes);
 void copy(float* dst, const float* src, size_t count);
 void triad(float* a, const float* b, const float* c, float scale, size_t count);
 }  // namespace avx512
+
+// The bf16 dot product (vdpbf16ps): each lane adds two products, 4 FLOPs per lane.
+namespace avx512bf16 {
+inline constexpr int64_t kFlopsPerIteration = 16 * 16 * 4;  // 16 zmm chains of 16 lanes
+float dot_loop(int64_t iterations);
+}  // namespace avx512bf16
 #endif
 
 }  // namespace peregrine

@@ -94,6 +94,11 @@ TEST(MachineTest, AccessorsPickBestIsaAndClampThreads) {
   EXPECT_EQ(c.best_isa(), "avx512");
   c.peak_gflops["avx512"] = {50, 1, 1, 1};          // slower (e.g. down-clocked): not best
   EXPECT_EQ(c.best_isa(), "avx2");
+  EXPECT_EQ(c.bf16_peak_gflops_at(1), 0);           // not measured
+  c.peak_gflops[kBf16Level] = {400, 800};           // the bf16 dot product: never the fp32 roof
+  EXPECT_EQ(c.best_isa(), "avx2");
+  EXPECT_DOUBLE_EQ(c.peak_gflops_at(1), 100.125);
+  EXPECT_DOUBLE_EQ(c.bf16_peak_gflops_at(2), 800);
   MachineCeilings empty;
   EXPECT_EQ(empty.best_isa(), "");
   EXPECT_EQ(empty.peak_gflops_at(1), 0);
@@ -133,6 +138,7 @@ TEST(MachineTest, CachePathAndCachedLookup) {
   CpuInfo cpu = detect_cpu();
   MachineCeilings c = sample_ceilings();
   c.fingerprint = machine_fingerprint(cpu.model, cpu.flags, cpu.logical_cores);
+  c.isa_levels = cpu.isa_levels;  // a cache with other levels is measured again
   fs::create_directories(dir);
   std::string path = ceilings_cache_path(dir.string(), c.fingerprint);
   std::ofstream(path) << ceilings_to_json(c);

@@ -268,6 +268,8 @@ int cmd_profile(int argc, char** argv) {
   if (!ceilings.is_ok()) return print_error(ceilings.status().with_context("machine ceilings"));
   profiler::Roofs roofs{ceilings->peak_gflops_at(options.num_threads),
                         ceilings->bandwidth_gbps_at(options.num_threads)};
+  const profiler::Roofs bf16_roofs{ceilings->bf16_peak_gflops_at(options.num_threads),
+                                   roofs.bandwidth_gbps};
 
   const ir::Graph& graph = (*session)->model().graph;
   std::unordered_map<const ir::Node*, size_t> node_index;
@@ -348,9 +350,13 @@ int cmd_profile(int argc, char** argv) {
     n.median_us = median(node_samples_us[i]);
     n.min_us = *std::min_element(node_samples_us[i].begin(), node_samples_us[i].end());
     n.cost_known = types[i].all_static;
+    // A node whose kernel computes in bf16 has the bf16 dot product's peak as its roof.
+    const profiler::Roofs& node_roofs =
+        n.kernel.find("bf16") != std::string::npos && bf16_roofs.peak_gflops > 0 ? bf16_roofs
+                                                                                  : roofs;
     n.roof = profiler::analyze(cost.flops, cost.bytes_read + cost.bytes_written, n.median_us / 1e6,
-                               roofs);
-    n.reason = profiler::bottleneck_reason(n.roof, roofs);
+                               node_roofs);
+    n.reason = profiler::bottleneck_reason(n.roof, node_roofs);
     report.nodes.push_back(std::move(n));
   }
   report.op_totals = profiler::totals_by_op_type(report.nodes);
