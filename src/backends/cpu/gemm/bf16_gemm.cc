@@ -107,6 +107,22 @@ void pack_b_panel(const Bf16GemmKernelInfo& kernel, MatrixView b, int64_t p0, in
     pack_b_strided(b, p0, kc, j0, cols, kernel.nr, dst);
 }
 
+// B(p0 : p0 + kc, j0 : j0 + ncur) of a row-major view into pair panels `stride` apart, a pair
+// of rows at a time across every panel: two sequential read streams, where panel order would
+// read kc rows at once (too many streams for the hardware prefetcher).
+void pack_b_rows(const Bf16GemmKernelInfo& kernel, MatrixView b, int64_t p0, int64_t kc,
+                 int64_t j0, int64_t ncur, int64_t stride, uint32_t* dst) {
+  const int nr = kernel.nr;
+  for (int64_t p = 0; p < kc; p += 2) {
+    const float* src = b.data + (p0 + p) * b.rs + j0;
+    const size_t rows = static_cast<size_t>(std::min<int64_t>(2, kc - p));
+    uint32_t* out = dst + p / 2 * nr;
+    for (int64_t jr = 0; jr < ncur; jr += nr, out += stride)
+      kernel.pack_b_panel(src + jr, static_cast<size_t>(b.rs), rows,
+                          static_cast<size_t>(std::min<int64_t>(nr, ncur - jr)), out);
+  }
+}
+
 // Panels in the packed layout (Bf16PackedMatrix): K blocks of kc, each `panels` panels of
 // (ceil(kcur / 2), width) uint32.
 struct PanelLayout {
@@ -184,18 +200,22 @@ void gemm_packed_a(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64
       } else {
         b_stride = kp * nr;
         if (b.packer) b.packer->pack(p0, j0, kc, ncur, nr, kc * nr, f_buf);
-        for (int64_t jp = 0; jp < npanels; ++jp) {
-          uint32_t* dst = b_buf + jp * b_stride;
-          if (b.packer)
-            kernel.pack_b_panel(f_buf + jp * kc * nr, static_cast<size_t>(nr),
-                                static_cast<size_t>(kc), static_cast<size_t>(nr), dst);
-          else if (b.f32_panels)
-            kernel.pack_b_panel(b.f32_panels + p0 * round_up(n, nr) + (j0 / nr + jp) * kc * nr,
-                                static_cast<size_t>(nr), static_cast<size_t>(kc),
-                                static_cast<size_t>(nr), dst);
-          else
-            pack_b_panel(kernel, b.view, p0, kc, j0 + jp * nr,
-                         std::min<int64_t>(nr, ncur - jp * nr), dst);
+        if (!b.packer && !b.f32_panels && b.view.cs == 1) {
+          pack_b_rows(kernel, b.view, p0, kc, j0, ncur, b_stride, b_buf);
+        } else {
+          for (int64_t jp = 0; jp < npanels; ++jp) {
+            uint32_t* dst = b_buf + jp * b_stride;
+            const int64_t cols = std::min<int64_t>(nr, ncur - jp * nr);
+            if (b.packer)
+              kernel.pack_b_panel(f_buf + jp * kc * nr, static_cast<size_t>(nr),
+                                  static_cast<size_t>(kc), static_cast<size_t>(nr), dst);
+            else if (b.f32_panels)
+              kernel.pack_b_panel(b.f32_panels + p0 * round_up(n, nr) + (j0 / nr + jp) * kc * nr,
+                                  static_cast<size_t>(nr), static_cast<size_t>(kc),
+                                  static_cast<size_t>(nr), dst);
+            else
+              pack_b_panel(kernel, b.view, p0, kc, j0 + jp * nr, cols, dst);
+          }
         }
         b_panels = b_buf;
       }
