@@ -299,14 +299,18 @@ void BM_Bf16Ukernel(benchmark::State& state) {
 }
 BENCHMARK(BM_Bf16Ukernel);
 
+// The bf16 GEMM, or nullptr with the benchmark skipped where the CPU has none.
+const peregrine::cpu::Bf16GemmKernelInfo* bf16_kernel_or_skip(benchmark::State& state) {
+  const auto* kernel = peregrine::cpu::bf16_gemm_kernel();
+  if (!kernel) state.SkipWithError(peregrine::cpu::bf16_unavailable_reason().c_str());
+  return kernel;
+}
+
 // conv_gemm and linear_gemm on the bf16 GEMM (bias + Relu / bias epilogues).
 void BM_ConvGemmResNet50Bf16(benchmark::State& state) {
   using namespace peregrine::cpu;
-  const Bf16GemmKernelInfo* kernel = bf16_gemm_kernel();
-  if (!kernel) {
-    state.SkipWithError(bf16_unavailable_reason().c_str());
-    return;
-  }
+  const Bf16GemmKernelInfo* kernel = bf16_kernel_or_skip(state);
+  if (!kernel) return;
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   std::vector<float> w(m * k, 0.5f), b(k * n, 0.25f), c(m * n), bias(m, -0.125f);
@@ -325,11 +329,8 @@ void BM_ConvGemmResNet50Bf16(benchmark::State& state) {
 }
 void BM_LinearGemmBertBf16(benchmark::State& state) {
   using namespace peregrine::cpu;
-  const Bf16GemmKernelInfo* kernel = bf16_gemm_kernel();
-  if (!kernel) {
-    state.SkipWithError(bf16_unavailable_reason().c_str());
-    return;
-  }
+  const Bf16GemmKernelInfo* kernel = bf16_kernel_or_skip(state);
+  if (!kernel) return;
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   std::vector<float> a(m * k, 0.5f), w(k * n, 0.25f), c(m * n), bias(n, -0.125f);

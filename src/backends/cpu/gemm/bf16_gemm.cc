@@ -162,18 +162,10 @@ void gemm_packed_a(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64
                    float alpha, float beta, const GemmEpilogue& ep, F32GemmEpilogueFn epilogue,
                    int num_threads) {
   const int mr = kernel.mr, nr = kernel.nr;
-  // Tasks: (M part) x (N block), whole register tiles, as evenly as the tiles allow; with
-  // fewer N blocks than threads the larger dimension is split.
+  // Tasks: (M part) x (N block), whole register tiles, as evenly as the tiles allow.
   const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
-  int64_t n_blocks = ceil_div(n, kernel.nc), parts_m = 1;
-  if (n_blocks < num_threads) {
-    if (panels_n >= tiles_m)
-      n_blocks = std::min<int64_t>(panels_n, num_threads);
-    else
-      parts_m = std::min<int64_t>(tiles_m, ceil_div(num_threads, n_blocks));
-  } else {
-    n_blocks = std::min<int64_t>(panels_n, round_up(n_blocks, num_threads));
-  }
+  int64_t n_blocks = 0, parts_m = 0;
+  split_gemm_tasks(tiles_m, panels_n, ceil_div(n, kernel.nc), num_threads, &n_blocks, &parts_m);
   const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
   // On the last K block, bias, residual and clamp-type activations go into the micro-kernel's
   // registers; other activations take the tile epilogue after the store.

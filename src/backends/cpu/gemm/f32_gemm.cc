@@ -281,6 +281,22 @@ F32GemmTileEpilogue fused_tile_epilogue(const GemmEpilogue& ep, float lo, float 
   return t;
 }
 
+void split_gemm_tasks(int64_t tiles_m, int64_t panels_n, int64_t n_blocks, int num_threads,
+                      int64_t* blocks, int64_t* parts) {
+  *parts = 1;
+  if (n_blocks < num_threads) {
+    if (panels_n >= tiles_m)
+      n_blocks = std::min<int64_t>(panels_n, num_threads);
+    else
+      *parts = std::min<int64_t>(tiles_m, ceil_div(num_threads, n_blocks));
+  } else {
+    // As many N blocks as a multiple of the thread count (3136 columns by 256 would leave
+    // one thread 7 blocks and the other 6).
+    n_blocks = std::min<int64_t>(panels_n, round_up(n_blocks, num_threads));
+  }
+  *blocks = n_blocks;
+}
+
 const GemmKernelInfo* f32_gemm_kernel_for(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   for (const auto& k : kKernels)
@@ -424,17 +440,8 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   // (a 2-thread split of 448 : 336).
   const int64_t nc_target = a_prepacked ? kernel.nc_l2 : kernel.nc;
   const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
-  int64_t n_blocks = ceil_div(n, nc_target), parts_m = 1;
-  if (n_blocks < num_threads) {
-    if (panels_n >= tiles_m)
-      n_blocks = std::min<int64_t>(panels_n, num_threads);
-    else
-      parts_m = std::min<int64_t>(tiles_m, ceil_div(num_threads, n_blocks));
-  } else {
-    // As many N blocks as a multiple of the thread count (3136 columns by 256 would leave
-    // one thread 7 blocks and the other 6).
-    n_blocks = std::min<int64_t>(panels_n, round_up(n_blocks, num_threads));
-  }
+  int64_t n_blocks = 0, parts_m = 0;
+  split_gemm_tasks(tiles_m, panels_n, ceil_div(n, nc_target), num_threads, &n_blocks, &parts_m);
   // On the last K block full tiles take the epilogue in registers when the ISA can.
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
   const bool fusable =

@@ -67,6 +67,13 @@ bool fused_epilogue_clamp(const GemmEpilogue& ep, float* lo, float* hi);
 F32GemmTileEpilogue fused_tile_epilogue(const GemmEpilogue& ep, float lo, float hi, int64_t row0,
                                         int64_t col0);
 
+// The driver's work split for tiles_m register tiles of M and panels_n of N, `n_blocks` N
+// blocks by cache size: *blocks N blocks x *parts M parts. With fewer N blocks than threads
+// the dimension with more tiles is split so no thread idles; otherwise the N blocks become a
+// multiple of the thread count.
+void split_gemm_tasks(int64_t tiles_m, int64_t panels_n, int64_t n_blocks, int num_threads,
+                      int64_t* blocks, int64_t* parts);
+
 // One ISA's GEMM: micro-kernel, register tile and cache blocking.
 struct GemmKernelInfo {
   Isa isa;
