@@ -91,6 +91,24 @@ TEST(CpuBf16Conv, MatchesReferenceOnRoundedInputs) {
         {false, true, true},
         {ints_attr("dilations", {6, 6}), ints_attr("pads", {6, 6, 6, 6})}, {true, true, false},
         "tapwise-bf16");
+  // 1-D and 3-D (kernels/conv_nd.cc).
+  check("Conv",
+        {{"X", random_tensor({2, 5, 41}, 1)}, {"W", random_tensor({16, 5, 3}, 2)},
+         {"B", random_tensor({16}, 3)}},
+        {false, true, true}, {ints_attr("pads", {1, 1}), ints_attr("strides", {2})},
+        {true, true, false}, "conv_nd-bf16");
+  check("Conv",
+        {{"X", random_tensor({1, 3, 6, 7, 9}, 1)}, {"W", random_tensor({14, 3, 3, 3, 3}, 2)},
+         {"B", random_tensor({14}, 3)}},
+        {false, true, true}, {ints_attr("pads", {1, 1, 1, 1, 1, 1})}, {true, true, false},
+        "conv_nd-bf16");
+  // ConvTranspose, grouped, strided (kernels/conv_transpose.cc).
+  check("ConvTranspose",
+        {{"X", random_tensor({1, 6, 7, 8}, 1)}, {"W", random_tensor({6, 5, 3, 3}, 2)},
+         {"B", random_tensor({10}, 3)}},
+        {false, true, true},
+        {ints_attr("strides", {2, 2}), ints_attr("pads", {1, 1, 1, 1}), int_attr("group", 2)},
+        {true, true, false}, "conv_transpose-bf16");
   // Depthwise: float32 kernels, the unrounded reference.
   check_conv({1, 7, 11, 13, 7, 3, 7, {1, 1}, {1, 1, 1, 1}}, "dwconv");
 }

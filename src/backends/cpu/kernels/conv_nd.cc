@@ -5,13 +5,15 @@
 // ((depth, height) pairs of OW columns), materialized in a scratch buffer of about kIm2colBytes
 // (threads fill its rows); C = those output rows, contiguous per channel (row stride
 // OD * OH * OW). 1-D convs are one output row: B is (Cin_g * KW, OW). 2-D convs have their own
-// kernel (kernels/conv.cc).
+// kernel (kernels/conv.cc). At bf16 precision (groups of at least the bf16 tile's 14 rows, as
+// in kernels/conv.cc) the weights are packed in bf16 and each block is a bf16 GEMM.
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
@@ -31,17 +33,25 @@ struct Geometry3 {
 
 class ConvNdKernel : public PreparedKernel {
  public:
-  ConvNdKernel(const GemmKernelInfo& gemm, int64_t group, const Tensor* w,
-               const FusedEpilogue& fused)
+  // bf16: the bf16 GEMM at bf16 precision, else nullptr.
+  ConvNdKernel(const GemmKernelInfo& gemm, const Bf16GemmKernelInfo* bf16, int64_t group,
+               const Tensor* w, const FusedEpilogue& fused)
       : gemm_(gemm), group_(group), fused_(fused) {
     if (w && w->dim(0) % group == 0) {
       const int64_t out_c_g = w->dim(0) / group, k = w->numel() / w->dim(0);
-      for (int64_t g = 0; g < group; ++g)
-        packed_.push_back(PackedMatrix::pack_a(
-            gemm, MatrixView{w->data<float>() + g * out_c_g * k, k, 1}, out_c_g, k));
+      for (int64_t g = 0; g < group; ++g) {
+        const MatrixView wg{w->data<float>() + g * out_c_g * k, k, 1};
+        if (bf16 && out_c_g >= bf16->mr)
+          packed_bf16_.push_back(Bf16PackedMatrix::pack_a(*bf16, wg, out_c_g, k));
+        else
+          packed_.push_back(PackedMatrix::pack_a(gemm, wg, out_c_g, k));
+      }
     }
   }
-  std::string name() const override { return std::string("cpu/conv_nd-") + gemm_.name; }
+  std::string name() const override {
+    return std::string("cpu/conv_nd-") +
+           (packed_bf16_.empty() ? gemm_.name : packed_bf16_[0].kernel()->name);
+  }
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -84,7 +94,10 @@ class ConvNdKernel : public PreparedKernel {
     const int64_t in_sp_n = g.in[0] * g.in[1] * g.in[2];
     const bool use_packed = static_cast<int64_t>(packed_.size()) == group_ &&
                             packed_[0].rows() == out_c_g && packed_[0].cols() == k;
+    const bool use_bf16 = static_cast<int64_t>(packed_bf16_.size()) == group_ &&
+                          packed_bf16_[0].rows() == out_c_g && packed_bf16_[0].cols() == k;
     if (!use_packed && !packed_.empty()) return fallback(ctx);
+    if (!use_bf16 && !packed_bf16_.empty()) return run_reference(ctx);  // fp32 weights kept
     // Output rows (depth slice, output row) per im2col block: consecutive ones are consecutive
     // columns of C, so a block is one GEMM.
     const int64_t rows = g.out[0] * g.out[1];
@@ -108,6 +121,13 @@ class ConvNdKernel : public PreparedKernel {
           if (bias) {
             ep.bias_kind = GemmEpilogue::Bias::kPerRow;
             ep.bias = bias->data<float>() + grp * out_c_g;
+          }
+          if (use_bf16) {
+            bf16_gemm(*packed_bf16_[0].kernel(), out_c_g, cols, k,
+                      Bf16GemmOperand::of(packed_bf16_[static_cast<size_t>(grp)]),
+                      Bf16GemmOperand::of(col, cols, 1), py + y_off + r0 * g.out[2], out_sp,
+                      1.0f, 0.0f, ep, gemm_.epilogue, threads);
+            continue;
           }
           const GemmOperand a = use_packed ? GemmOperand::of(packed_[static_cast<size_t>(grp)])
                                            : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
@@ -169,6 +189,7 @@ class ConvNdKernel : public PreparedKernel {
   int64_t group_;
   FusedEpilogue fused_;
   std::vector<PackedMatrix> packed_;  // one (Cout_g, K) A per group
+  std::vector<Bf16PackedMatrix> packed_bf16_;  // the same in bf16, at bf16 precision
   std::optional<WindowGeometry> window_;
   Shape in_sp_;
   std::vector<int64_t> k_sp_;
@@ -183,7 +204,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nd(const ir::Node& node, 
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const int64_t rows = w ? w->dim(0) / group : 0;
   return std::unique_ptr<PreparedKernel>(
-      new ConvNdKernel(f32_gemm_kernel_for_shape(rows, 0), group, w, fused));
+      new ConvNdKernel(f32_gemm_kernel_for_shape(rows, 0),
+                       node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr,
+                       group, w, fused));
 }
 
 }  // namespace peregrine::cpu

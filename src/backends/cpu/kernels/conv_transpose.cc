@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
@@ -56,18 +57,27 @@ void col2im_channel(const float *col, int64_t cols, int64_t ih0, int64_t rows_in
 
 class ConvTransposeKernel : public PreparedKernel {
  public:
-  ConvTransposeKernel(const GemmKernelInfo &gemm, int64_t group, const Tensor *constant_w)
+  // bf16: at bf16 precision the bf16 GEMM, its W^T packed in bf16 (the float32 W is kept).
+  ConvTransposeKernel(const GemmKernelInfo &gemm, const Bf16GemmKernelInfo *bf16, int64_t group,
+                      const Tensor *constant_w)
       : gemm_(gemm), group_(group) {
     if (constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0) {
       const int64_t c_g = constant_w->dim(0) / group;
       const int64_t rows = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
-      for (int64_t g = 0; g < group; ++g)  // A = W_g^T: (rows, C_g), element (r, c) at c * rows + r
-        packed_w_.push_back(PackedMatrix::pack_a(
-            gemm, MatrixView{constant_w->data<float>() + g * c_g * rows, 1, rows}, rows, c_g));
+      for (int64_t g = 0; g < group; ++g) {  // A = W_g^T: (rows, C_g), (r, c) at c * rows + r
+        const MatrixView wt{constant_w->data<float>() + g * c_g * rows, 1, rows};
+        if (bf16)
+          packed_w_bf16_.push_back(Bf16PackedMatrix::pack_a(*bf16, wt, rows, c_g));
+        else
+          packed_w_.push_back(PackedMatrix::pack_a(gemm, wt, rows, c_g));
+      }
     }
   }
 
-  std::string name() const override { return std::string("cpu/conv_transpose-") + gemm_.name; }
+  std::string name() const override {
+    return std::string("cpu/conv_transpose-") +
+           (packed_w_bf16_.empty() ? gemm_.name : packed_w_bf16_[0].kernel()->name);
+  }
 
   Status run(KernelContext &ctx) override {
     const Tensor &x = ctx.input(0);
@@ -102,6 +112,8 @@ class ConvTransposeKernel : public PreparedKernel {
     if (in_plane == 0 || rows == 0) return Status::ok();
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == rows && packed_w_[0].cols() == c_g;
+    const bool use_bf16 = static_cast<int64_t>(packed_w_bf16_.size()) == group_ &&
+                          packed_w_bf16_[0].rows() == rows && packed_w_bf16_[0].cols() == c_g;
     const int64_t chunk_rows =
         std::clamp<int64_t>(kColFloats / std::max<int64_t>(1, rows * s.in_w), 1, s.in_h);
     float *col = conv_scratch_floats(static_cast<size_t>(rows * chunk_rows * s.in_w));  // (rows, cols)
@@ -114,8 +126,15 @@ class ConvTransposeKernel : public PreparedKernel {
                                   : GemmOperand::of(pw + grp * c_g * rows, 1, rows);  // W_g^T view
         for (int64_t ih0 = 0; ih0 < s.in_h; ih0 += chunk_rows) {
           const int64_t rows_in = std::min(chunk_rows, s.in_h - ih0), cols = rows_in * s.in_w;
-          f32_gemm(gemm_, rows, cols, c_g, a, GemmOperand::of(x_group + ih0 * s.in_w, in_plane, 1),
-                   col, cols, 1.0f, 0.0f, GemmEpilogue{}, threads);
+          if (use_bf16)
+            bf16_gemm(*packed_w_bf16_[0].kernel(), rows, cols, c_g,
+                      Bf16GemmOperand::of(packed_w_bf16_[static_cast<size_t>(grp)]),
+                      Bf16GemmOperand::of(x_group + ih0 * s.in_w, in_plane, 1), col, cols, 1.0f,
+                      0.0f, GemmEpilogue{}, gemm_.epilogue, threads);
+          else
+            f32_gemm(gemm_, rows, cols, c_g, a,
+                     GemmOperand::of(x_group + ih0 * s.in_w, in_plane, 1), col, cols, 1.0f, 0.0f,
+                     GemmEpilogue{}, threads);
           auto channel_task = [&](int64_t oc, int) {
             col2im_channel(col + oc * kernel * cols, cols, ih0, rows_in, s,
                            y_group + oc * out_plane);
@@ -131,6 +150,7 @@ class ConvTransposeKernel : public PreparedKernel {
   const GemmKernelInfo &gemm_;
   int64_t group_;
   std::vector<PackedMatrix> packed_w_;  // one W_g^T (M_g * KH * KW, C_g) per group
+  std::vector<Bf16PackedMatrix> packed_w_bf16_;  // the same in bf16, at bf16 precision
 };
 
 }  // namespace
@@ -142,7 +162,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv_transpose(
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor *w = constants.size() > 1 ? constants[1] : nullptr;
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<ConvTransposeKernel>(f32_gemm_kernel(), group, w));
+      std::make_unique<ConvTransposeKernel>(
+          f32_gemm_kernel(), node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr,
+          group, w));
 }
 
 }  // namespace peregrine::cpu
