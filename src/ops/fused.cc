@@ -148,13 +148,17 @@ Status infer_rms_norm(InferContext& ctx) {
   return Status::ok();
 }
 
-OpCost attention_cost(const ir::Node&, const std::vector<ir::ValueType>& in,
+OpCost attention_cost(const ir::Node& node, const std::vector<ir::ValueType>& in,
                       const std::vector<ir::ValueType>& out) {
   OpCost c = default_cost(in, out);
-  if (in.size() >= 3 && in[0].is_static() && in[1].is_static() && in[2].is_static()) {
+  if (in.size() >= 3 && in[0].is_static() && in[1].is_static() && in[2].is_static() &&
+      in[1].dims.size() >= 2) {
+    const ir::Attribute* kt = node.attribute("k_transposed");
+    const bool k_transposed = kt && kt->type == ir::Attribute::Type::kInt && kt->i != 0;
     double q = 1, kv_len = 1;
     for (int64_t d : in[0].dims) q *= static_cast<double>(d);
-    kv_len = static_cast<double>(in[1].dims[in[1].dims.size() - 2]);
+    // K is (..., S, D), or (..., D, S) with k_transposed.
+    kv_len = static_cast<double>(in[1].dims[in[1].dims.size() - (k_transposed ? 1 : 2)]);
     double dv = static_cast<double>(in[2].dims.back());
     c.flops = 2 * q * kv_len + 2 * (q / static_cast<double>(in[0].dims.back())) * kv_len * dv;
   }

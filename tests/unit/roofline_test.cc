@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "profiler/report.h"
+#include "ops/op_schema.h"
 
 namespace peregrine::profiler {
 namespace {
@@ -189,3 +190,32 @@ TEST(Report, EscapesModelStrings) {
 
 }  // namespace
 }  // namespace peregrine::profiler
+
+namespace peregrine {
+namespace {
+
+// peregrine.Attention's cost: 2 * B*H*Sq*Sk*D for Q K^T plus 2 * B*H*Sq*Sk*Dv for the product
+// with V, whichever way K is laid out (k_transposed: (..., D, S)).
+TEST(OpCost, AttentionCountsBothProductsWithEitherKLayout) {
+  const OpSchema* schema = SchemaRegistry::global().find(kPeregrineDomain, "Attention");
+  ASSERT_NE(schema, nullptr);
+  ir::Node node;
+  node.op_type = "Attention";
+  node.domain = kPeregrineDomain;
+  const auto t = [](Shape s) { return ir::ValueType::tensor(DType::kFloat32, std::move(s)); };
+  const double want = 2.0 * 6 * 100 * 150 * 64 + 2.0 * 6 * 100 * 150 * 32;
+  auto cost = schema->cost(node, {t({1, 6, 100, 64}), t({1, 6, 150, 64}), t({1, 6, 150, 32})},
+                           {t({1, 6, 100, 32})});
+  EXPECT_DOUBLE_EQ(cost.flops, want);
+  ir::Attribute kt;
+  kt.name = "k_transposed";
+  kt.type = ir::Attribute::Type::kInt;
+  kt.i = 1;
+  node.attributes["k_transposed"] = kt;
+  cost = schema->cost(node, {t({1, 6, 100, 64}), t({1, 6, 64, 150}), t({1, 6, 150, 32})},
+                      {t({1, 6, 100, 32})});
+  EXPECT_DOUBLE_EQ(cost.flops, want);
+}
+
+}  // namespace
+}  // namespace peregrine
