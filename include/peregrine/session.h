@@ -36,9 +36,9 @@ struct SessionOptions {
   std::vector<std::string> disabled_passes;
   // Static memory plan: intermediates with static shapes share one arena (src/planner/).
   bool memory_plan = true;
-  // Compute precision of GEMM-class nodes (Conv, MatMul, Gemm and their fused forms); the rest
-  // computes in float32. kBFloat16 needs the cpu backend on a CPU with AVX512_BF16, else
-  // loading fails with the reason.
+  // Compute precision of GEMM-class nodes (Conv, ConvTranspose, MatMul, Gemm and their fused
+  // forms); the rest computes in float32. kBFloat16 needs the cpu backend on a CPU with
+  // AVX512_BF16, else loading fails with the reason.
   Precision precision = Precision::kFloat32;
   // Nodes (by name) or op types ("Conv", "peregrine.FusedConv") kept in float32.
   std::vector<std::string> keep_fp32;

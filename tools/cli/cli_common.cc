@@ -117,8 +117,8 @@ void add_engine_flags(Args* args) {
   args->flag("disable-pass", "NAME: skip a graph pass (repeatable; see 'peregrine compile --help')", true);
   args->flag("backend", "cpu (optimized kernels, reference for the rest; default) or reference");
   args->flag("threads", "worker threads (default: 1)");
-  args->flag("precision", "compute precision of Conv / MatMul / Gemm nodes: fp32 (default) or "
-                          "bf16 (AVX512_BF16; the rest stays fp32)");
+  args->flag("precision", "compute precision of Conv / ConvTranspose / MatMul / Gemm nodes: fp32 "
+                          "(default) or bf16 (AVX512_BF16; the rest stays fp32)");
   args->flag("keep-fp32", "NODE|OP_TYPE: keep a node or an op type in fp32 (repeatable)", true);
 }
 
