@@ -54,7 +54,8 @@ Expected<std::map<std::string, Tensor>> run_with(const std::string& model,
 // Per float32 output (in `names` order) its deviation; the worst SNR in *worst.
 std::vector<Deviation> compare_outputs(const std::vector<std::string>& names,
                                        const std::map<std::string, Tensor>& got,
-                                       const std::map<std::string, Tensor>& want, Deviation* worst) {
+                                       const std::map<std::string, Tensor>& want,
+                                       Deviation* worst) {
   std::vector<Deviation> out;
   *worst = Deviation();
   for (const std::string& n : names) {

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "backends/cpu/cpu_features.h"
+#include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace peregrine::cpu {
@@ -25,31 +26,6 @@ constexpr int64_t kAChunkMaxPairs = int64_t{1} << 22;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
-uint32_t* aligned_words(size_t count) {
-  const size_t bytes = std::max<size_t>(64, (count * 4 + 63) / 64 * 64);
-  void* p = std::aligned_alloc(64, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return static_cast<uint32_t*>(p);
-}
-
-template <class T>
-class GrowBuffer {  // per thread, only grows: no allocation once a run has seen its sizes
- public:
-  ~GrowBuffer() { std::free(data_); }
-  T* get(size_t count) {
-    if (count > capacity_) {
-      std::free(data_);
-      data_ = reinterpret_cast<T*>(aligned_words(count * sizeof(T) / 4 + 1));
-      capacity_ = count;
-    }
-    return data_;
-  }
-
- private:
-  T* data_ = nullptr;
-  size_t capacity_ = 0;
-};
 
 struct Bf16Scratch {
   GrowBuffer<uint32_t> b_pairs;  // a task's B block
@@ -267,7 +243,8 @@ Bf16PackedMatrix Bf16PackedMatrix::pack_a(const Bf16GemmKernelInfo& kernel, Matr
   pm.width_ = kernel.mr, pm.kc_ = kernel.kc;
   pm.kernel_ = &kernel;
   pm.panels_ = ceil_div(m, kernel.mr);
-  pm.data_.reset(aligned_words(static_cast<size_t>(pm.panels_ * kernel.mr * ceil_div(k, 2))));
+  pm.data_.reset(
+      aligned_array<uint32_t>(static_cast<size_t>(pm.panels_ * kernel.mr * ceil_div(k, 2))));
   pack_a_whole(kernel, a, m, k, 1, pm.data_.get());
   return pm;
 }
@@ -280,7 +257,8 @@ Bf16PackedMatrix Bf16PackedMatrix::pack_b(const Bf16GemmKernelInfo& kernel, Matr
   pm.width_ = kernel.nr, pm.kc_ = kernel.kc;
   pm.kernel_ = &kernel;
   pm.panels_ = ceil_div(n, kernel.nr);
-  pm.data_.reset(aligned_words(static_cast<size_t>(pm.panels_ * kernel.nr * ceil_div(k, 2))));
+  pm.data_.reset(
+      aligned_array<uint32_t>(static_cast<size_t>(pm.panels_ * kernel.nr * ceil_div(k, 2))));
   for (int64_t p0 = 0; p0 < k; p0 += kernel.kc)
     for (int64_t jp = 0; jp < pm.panels_; ++jp)
       pack_b_panel(kernel, b, p0, std::min<int64_t>(kernel.kc, k - p0), jp * kernel.nr,

@@ -6,6 +6,7 @@
 #include <limits>
 #include <new>
 
+#include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/epilogue_impl.h"
 #include "backends/cpu/thread_pool.h"
 
@@ -48,38 +49,10 @@ const GemmKernelInfo kKernels[] = {
      210, 2048, 256, kAvx512RelativeRate, avx512::f32_gemm_pack_a_14__avx512},
 };
 
-constexpr size_t kAlign = 64;
-
-float* aligned_floats(size_t count) {
-  const size_t bytes =
-      std::max<size_t>(kAlign, (count * sizeof(float) + kAlign - 1) / kAlign * kAlign);
-  void* p = std::aligned_alloc(kAlign, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return static_cast<float*>(p);
-}
-
-// A per-thread buffer that only grows: no allocation once a run has seen its sizes.
-class ScratchBuffer {
- public:
-  ~ScratchBuffer() { std::free(data_); }
-  float* get(size_t count) {
-    if (count > capacity_) {
-      std::free(data_);
-      data_ = aligned_floats(count);
-      capacity_ = count;
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  size_t capacity_ = 0;
-};
-
 struct GemmScratch {
-  ScratchBuffer a, b;
-  ScratchBuffer whole_a;            // the calling thread's: all of A packed once (pack_a_whole)
-  ScratchBuffer whole_b;            // the calling thread's: all of B packed once (pack_b_whole)
+  GrowBuffer<float> a, b;
+  GrowBuffer<float> whole_a;        // the calling thread's: all of A packed once (pack_a_whole)
+  GrowBuffer<float> whole_b;        // the calling thread's: all of B packed once (pack_b_whole)
   alignas(64) float tile[16 * 32];  // an MR x NR edge tile (largest MR*NR in kKernels)
 };
 
@@ -369,7 +342,7 @@ PackedMatrix PackedMatrix::pack_a(const GemmKernelInfo& kernel, MatrixView a, in
   pm.kernel_ = &kernel;
   pm.panels_ = ceil_div(m, kernel.mr);
   pm.data_.reset(
-      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.mr * k))));
+      aligned_array<float>(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.mr * k))));
   pack_a_whole(kernel, a, m, k, 1, pm.data_.get());
   return pm;
 }
@@ -395,7 +368,7 @@ PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, in
   pm.kernel_ = &kernel;
   pm.panels_ = ceil_div(n, kernel.nr);
   pm.data_.reset(
-      aligned_floats(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.nr * k))));
+      aligned_array<float>(static_cast<size_t>(std::max<int64_t>(1, pm.panels_ * kernel.nr * k))));
   pack_b_whole(kernel, GemmOperand::of(b.data, b.rs, b.cs), k, n, 1, pm.data_.get());
   return pm;
 }

@@ -464,8 +464,7 @@ class ConvKernel : public PreparedKernel {
     const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
     const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
     const int64_t in_plane = s.in_h * s.in_w;
-    const bool pointwise = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 &&
-                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
+    const bool pointwise = is_pointwise(s, g);
     const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
                             packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
@@ -487,13 +486,7 @@ class ConvKernel : public PreparedKernel {
         const GemmOperand a = use_packed ? GemmOperand::of(packed_w_[static_cast<size_t>(grp)])
                                          : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
         const int64_t y_offset = (n * s.out_c + grp * out_c_g) * pixels;
-        GemmEpilogue ep = activation_epilogue(fused_);
-        ep.residual = pz ? pz + y_offset : nullptr;  // (Cout_g, OH * OW), like y_group
-        ep.ldr = pixels;
-        if (pb) {
-          ep.bias_kind = GemmEpilogue::Bias::kPerRow;
-          ep.bias = pb + grp * out_c_g;
-        }
+        const GemmEpilogue ep = output_epilogue(pb, pz, y_offset, grp * out_c_g, pixels);
         if (pointwise) {
           f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(x_group, in_plane, 1), y_group,
                    pixels, 1.0f, 0.0f, ep, threads);
@@ -612,19 +605,34 @@ class ConvKernel : public PreparedKernel {
           }
         }
       }
-      GemmEpilogue ep = activation_epilogue(fused_);
-      ep.residual = pz ? pz + n * out_c * pixels : nullptr;
-      ep.ldr = pixels;
-      if (pb) {
-        ep.bias_kind = GemmEpilogue::Bias::kPerRow;
-        ep.bias = pb;
-      }
+      const GemmEpilogue ep = output_epilogue(pb, pz, n * out_c * pixels, 0, pixels);
       if (ep.empty()) continue;
       cpu_thread_pool().parallel_for(out_c, threads, [&](int64_t o, int) {
         gemm_.epilogue(y + o * pixels, static_cast<size_t>(pixels), 1,
                        static_cast<size_t>(pixels), static_cast<size_t>(o), 0, ep);
       });
     }
+  }
+
+  // A 1x1 conv reading its input planes as they are: stride 1, no padding.
+  static bool is_pointwise(const Conv2dShape& s, const WindowGeometry& g) {
+    return s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
+           s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
+  }
+
+  // The epilogue of the output channels from `first_channel` on, whose (channels, pixels)
+  // block starts at element `y_offset` of Y (and of a residual Z): the fused activation, Z's
+  // block, the bias of those channels.
+  GemmEpilogue output_epilogue(const float* pb, const float* pz, int64_t y_offset,
+                               int64_t first_channel, int64_t pixels) const {
+    GemmEpilogue ep = activation_epilogue(fused_);
+    ep.residual = pz ? pz + y_offset : nullptr;
+    ep.ldr = pixels;
+    if (pb) {
+      ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+      ep.bias = pb + first_channel;
+    }
+    return ep;
   }
 
   // The f32 GEMM whose packed-B panels Winograd's input transform writes: at bf16 precision
@@ -645,20 +653,13 @@ class ConvKernel : public PreparedKernel {
     if (static_cast<int64_t>(packed_w_bf16_.size()) != group_ ||
         packed_w_bf16_[0].rows() != out_c_g || packed_w_bf16_[0].cols() != k)
       return run_reference(ctx);  // the float32 weights were kept
-    const bool pointwise = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 &&
-                           s.pad_t == 0 && s.pad_l == 0 && g.pads_end[0] == 0 && g.pads_end[1] == 0;
+    const bool pointwise = is_pointwise(s, g);
     const Bf16GemmKernelInfo& kernel = *packed_w_bf16_[0].kernel();
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
         const int64_t y_offset = (n * s.out_c + grp * out_c_g) * pixels;
-        GemmEpilogue ep = activation_epilogue(fused_);
-        ep.residual = pz ? pz + y_offset : nullptr;
-        ep.ldr = pixels;
-        if (pb) {
-          ep.bias_kind = GemmEpilogue::Bias::kPerRow;
-          ep.bias = pb + grp * out_c_g;
-        }
+        const GemmEpilogue ep = output_epilogue(pb, pz, y_offset, grp * out_c_g, pixels);
         const Bf16GemmOperand a = Bf16GemmOperand::of(packed_w_bf16_[static_cast<size_t>(grp)]);
         const Im2colPacker im2col(x_group, s);
         const Bf16GemmOperand b = pointwise ? Bf16GemmOperand::of(x_group, in_plane, 1)
