@@ -67,6 +67,9 @@ Expected<std::unique_ptr<PreparedKernel>> view(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> attention(const CpuPrepareArgs& a) {
   return prepare_attention(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& a) {
+  return prepare_quantize_linear(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> matmul(const CpuPrepareArgs& a) {
   return prepare_matmul(a.node, a.constants, a.fused);
 }
@@ -171,6 +174,9 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "ReduceL2",      1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
   {"",  "ReduceSumSquare", 1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
   {"",  "ReduceLogSum",  1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  // Quantization maps between float32 and 8-bit integers (kernels/quantize_linear.cc).
+  {"",  "QuantizeLinear", 10, kMax, R::kAny,    claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
+  {"",  "DequantizeLinear", 10, kMax, R::kAny,  claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
   // Data movement, any dtype (kernels/concat_split.cc, transpose*.cc, resize_nearest.cc,
   // data_movement.cc on the copy engine of index_map_copy.h).
   {"",  "Transpose",     1, kMax, R::kFloat32, is_nchw_nhwc_transpose, transpose_nchw_nhwc, "kernels/transpose_nchw_nhwc.cc"},

@@ -54,6 +54,11 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_grid_sample(const ir::Node& no
 bool claims_elementwise_map(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node& node);
 
+// QuantizeLinear / DequantizeLinear between float32 and 8-bit integers, per tensor or per
+// axis (kernels/quantize_linear.cc).
+bool claims_quantize_linear(const ir::Node& node);
+Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_linear(const ir::Node& node);
+
 // Elements per thread-pool task for streaming kernels: big enough to amortize a task claim,
 // small enough to balance a few threads over one activation tensor.
 inline constexpr int64_t kElementsPerTask = 16384;

@@ -1,0 +1,116 @@
+#include "backends/cpu/gemm/qu8_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/gemm/aligned_buffer.h"
+#include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+const Qu8GemmKernelInfo kVnniKernel = {
+    "qu8_gemm_ukernel_14x32__avx512vnni", avx512vnni::qu8_gemm_ukernel_14x32__avx512vnni,
+    avx512vnni::qu8_pack_b_32__avx512vnni, avx512vnni::kQu8GemmMr, avx512vnni::kQu8GemmNr};
+const Qu8GemmKernelInfo kScalarKernel = {"qu8_gemm_ukernel_4x8__scalar",
+                                         qu8_gemm_ukernel_4x8__scalar, qu8_pack_b_8__scalar,
+                                         kQu8ScalarMr, kQu8ScalarNr};
+
+// The packed B block of a task stays in L2 (1 MiB here) with room for the A panel streaming
+// through.
+constexpr int64_t kBBlockBytes = 384 * 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+GrowBuffer<uint32_t>& b_scratch() {
+  thread_local GrowBuffer<uint32_t> buffer;
+  return buffer;
+}
+
+}  // namespace
+
+const Qu8GemmKernelInfo& qu8_gemm_kernel() {
+  const Expected<Isa>& isa = selected_isa();
+  if (isa.is_ok() && isa.value() >= Isa::kAvx512 && cpu_features().avx512_vnni)
+    return kVnniKernel;
+  return kScalarKernel;
+}
+
+void Qu8PackedA::Free::operator()(uint32_t* p) const { std::free(p); }
+
+Qu8PackedA Qu8PackedA::pack(const Qu8GemmKernelInfo& kernel, const int8_t* w, int64_t ldw,
+                            int64_t m, int64_t k) {
+  Qu8PackedA a;
+  a.rows_ = m;
+  a.depth_ = k;
+  a.width_ = kernel.mr;
+  a.kernel_ = &kernel;
+  const int64_t panels = ceil_div(m, kernel.mr), kq = ceil_div(k, 4);
+  a.data_.reset(aligned_array<uint32_t>(static_cast<size_t>(panels * kq * kernel.mr)));
+  a.row_sums_.reset(new int32_t[static_cast<size_t>(std::max<int64_t>(m, 1))]);
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    uint32_t* dst = a.data_.get() + panel * a.panel_stride();
+    for (int64_t q = 0; q < kq; ++q)
+      for (int64_t r = 0; r < kernel.mr; ++r) {
+        const int64_t i = panel * kernel.mr + r;
+        uint32_t quad = 0;
+        for (int64_t byte = 0; byte < 4 && i < m && 4 * q + byte < k; ++byte)
+          quad |= static_cast<uint32_t>(static_cast<uint8_t>(w[i * ldw + 4 * q + byte]))
+                  << (8 * byte);
+        dst[q * kernel.mr + r] = quad;
+      }
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    int32_t sum = 0;
+    for (int64_t p = 0; p < k; ++p) sum += w[i * ldw + p];
+    a.row_sums_[i] = sum;
+  }
+  return a;
+}
+
+void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb,
+              uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads) {
+  const Qu8GemmKernelInfo& kernel = *a.kernel();
+  const int mr = kernel.mr, nr = kernel.nr;
+  const int64_t k = a.depth(), kq = ceil_div(k, 4);
+  if (m == 0 || n == 0) return;
+  const int64_t nc = std::max<int64_t>(nr, kBBlockBytes / std::max<int64_t>(4 * kq, 1) / nr * nr);
+  const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
+  int64_t n_blocks = 0, parts_m = 0;
+  split_gemm_tasks(tiles_m, panels_n, ceil_div(n, nc), num_threads, &n_blocks, &parts_m);
+  auto task = [&](int64_t t, int) {
+    const int64_t part = t % parts_m, block = t / parts_m;
+    const int64_t m_begin = tiles_m * part / parts_m * mr;
+    const int64_t m_end = std::min(m, tiles_m * (part + 1) / parts_m * mr);
+    const int64_t j0 = panels_n * block / n_blocks * nr;
+    const int64_t ncur = std::min(n, panels_n * (block + 1) / n_blocks * nr) - j0;
+    if (m_begin >= m_end || ncur <= 0) return;
+    const int64_t npanels = ceil_div(ncur, nr), stride = kq * nr;
+    uint32_t* panels = b_scratch().get(static_cast<size_t>(npanels * stride));
+    // A quad of rows at a time across every panel: four sequential read streams, where panel
+    // order would read all K rows at once (too many streams for the hardware prefetcher).
+    for (int64_t p = 0; p < k; p += 4)
+      for (int64_t jp = 0; jp < npanels; ++jp)
+        kernel.pack_b_panel(b + p * ldb + j0 + jp * nr, static_cast<size_t>(ldb),
+                            static_cast<size_t>(std::min<int64_t>(4, k - p)),
+                            static_cast<size_t>(std::min<int64_t>(nr, ncur - jp * nr)),
+                            panels + jp * stride + p / 4 * nr);
+    for (int64_t i = m_begin; i < m_end; i += mr) {
+      const size_t rows = static_cast<size_t>(std::min<int64_t>(mr, m_end - i));
+      for (int64_t jp = 0; jp < npanels; ++jp) {
+        const int64_t j = j0 + jp * nr;
+        kernel.ukernel(rows, static_cast<size_t>(std::min<int64_t>(nr, ncur - jp * nr)),
+                       static_cast<size_t>(kq), a.panel(i / mr), panels + jp * stride,
+                       c + i * ldc + j, static_cast<size_t>(ldc), rq.bias + i, rq.scale + i,
+                       rq.out);
+      }
+    }
+  };
+  cpu_thread_pool().parallel_for(n_blocks * parts_m, num_threads, task);
+}
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,115 @@
+// CPU kernels of QuantizeLinear (float32 -> uint8 / int8) and DequantizeLinear (uint8 / int8 ->
+// float32) with a per-tensor or per-axis scale and zero point, on the vector maps of
+// ukernels/q8_ukernels.h: the Q / DQ nodes a QDQ model keeps where no int8 kernel took them
+// (the model's input, around float-only ops). Blocked quantization, other types and
+// non-constant-shaped cases run the reference kernel.
+#include <algorithm>
+#include <string>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/kernels/vector_ops.h"
+#include "backends/cpu/thread_pool.h"
+#include "backends/cpu/ukernels/q8_ukernels.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+bool is_8bit(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
+
+// The layout of a (de)quantization: `outer` runs of `axis_dim` channels of `inner` elements,
+// channel c with scale[c] and zero point zp[c] (per tensor: one channel of everything).
+struct ChannelLayout {
+  int64_t outer = 1, axis_dim = 1, inner = 1;
+};
+
+class QuantizeLinearKernel : public PreparedKernel {
+ public:
+  QuantizeLinearKernel(bool quantize, int64_t axis)
+      : quantize_(quantize), axis_(axis),
+        avx512_(selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512) {}
+  std::string name() const override {
+    return std::string(quantize_ ? "cpu/quantize-" : "cpu/dequantize-") +
+           (avx512_ ? "avx512" : "scalar");
+  }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    const DType q_type = quantize_ ? (zp ? zp->dtype() : ctx.output_type(0).dtype) : x.dtype();
+    const DType f_type = quantize_ ? x.dtype() : scale.dtype();
+    if (f_type != DType::kFloat32 || scale.dtype() != DType::kFloat32 || !is_8bit(q_type) ||
+        (zp && zp->dtype() != q_type) || (zp && zp->numel() != scale.numel()))
+      return run_reference(ctx);
+    ChannelLayout layout;
+    if (scale.numel() != 1 || scale.rank() == 1) {
+      const int64_t rank = x.rank();
+      const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+      if (axis < 0 || axis >= rank || scale.rank() != 1 || scale.numel() != x.dim(axis))
+        return run_reference(ctx);  // blocked, or an error the reference reports
+      layout.axis_dim = x.dim(axis);
+      for (int64_t d = 0; d < axis; ++d) layout.outer *= x.dim(d);
+      for (int64_t d = axis + 1; d < rank; ++d) layout.inner *= x.dim(d);
+    } else {
+      layout.inner = x.numel();
+    }
+    Tensor& y = ctx.allocate_output(0, quantize_ ? q_type : DType::kFloat32, x.shape());
+    const bool is_signed = q_type == DType::kInt8;
+    const float* scales = scale.data<float>();
+    auto zero_point = [&](int64_t c) -> int32_t {
+      if (!zp) return 0;
+      return is_signed ? zp->data<int8_t>()[c] : zp->data<uint8_t>()[c];
+    };
+    // Tasks: channel runs cut into pieces of at most kElementsPerTask.
+    const int64_t pieces = std::max<int64_t>(1, (layout.inner + kElementsPerTask - 1) /
+                                                    kElementsPerTask);
+    const int64_t per_piece = (layout.inner + pieces - 1) / pieces;
+    const int64_t runs = layout.outer * layout.axis_dim;
+    auto task = [&](int64_t t, int) {
+      const int64_t run = t / pieces, c = run % layout.axis_dim;
+      const int64_t begin = (t % pieces) * per_piece;
+      const int64_t len = std::min(per_piece, layout.inner - begin);
+      if (len <= 0) return;
+      const int64_t offset = run * layout.inner + begin;
+      const size_t n = static_cast<size_t>(len);
+      if (quantize_) {
+        const float* src = x.data<float>() + offset;
+        uint8_t* dst = static_cast<uint8_t*>(y.raw()) + offset;
+        (avx512_ ? avx512::q8_quantize__avx512 : q8_quantize__scalar)(
+            src, n, scales[c], zero_point(c), is_signed, dst);
+      } else {
+        const uint8_t* src = static_cast<const uint8_t*>(x.raw()) + offset;
+        float* dst = y.data<float>() + offset;
+        (avx512_ ? avx512::q8_dequantize__avx512 : q8_dequantize__scalar)(
+            src, n, scales[c], zero_point(c), is_signed, dst);
+      }
+    };
+    cpu_thread_pool().parallel_for(runs * pieces, x.numel() < kElementsPerTask ? 1 : ctx.num_threads(),
+                                   task);
+    return Status::ok();
+  }
+
+ private:
+  bool quantize_;
+  int64_t axis_;
+  bool avx512_;
+};
+
+}  // namespace
+
+bool claims_quantize_linear(const ir::Node& node) {
+  ir::AttrView attrs(node);
+  auto block = attrs.get_int("block_size", 0);
+  return block.is_ok() && block.value() == 0;
+}
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_linear(const ir::Node& node) {
+  ir::AttrView attrs(node);
+  PG_ASSIGN_OR_RETURN(int64_t axis, attrs.get_int("axis", 1));
+  return std::unique_ptr<PreparedKernel>(
+      new QuantizeLinearKernel(node.op_type == "QuantizeLinear", axis));
+}
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,56 @@
+// QuantizeLinear / DequantizeLinear maps with one scale and zero point, AVX-512: 16 elements a
+// step, the tail under a mask. Contract: q8_ukernels.h.
+#include <immintrin.h>
+
+// GCC 12's AVX-512 intrinsics pass an _mm512_undefined_*() pass-through operand that
+// -W(maybe-)uninitialized reports once inlined; it is never read (the mask is all ones).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "backends/cpu/ukernels/q8_ukernels.h"
+
+namespace peregrine::cpu::avx512 {
+
+namespace {
+
+inline __mmask16 tail_mask(size_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+}  // namespace
+
+void q8_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                         uint8_t* y) {
+  const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+  // Clamped to the integer bounds less the zero point before rounding (the same result as
+  // clamping after, and no float beyond int32 reaches the conversion).
+  const __m512 vlo = _mm512_set1_ps(static_cast<float>(lo - zp));
+  const __m512 vhi = _mm512_set1_ps(static_cast<float>(hi - zp));
+  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512i vzp = _mm512_set1_epi32(zp);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), vscale);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    v = _mm512_mask_mov_ps(v, nan, _mm512_setzero_ps());
+    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+    // vcvtps2dq rounds by MXCSR: half to even unless a caller changed the mode.
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), vzp);
+    _mm_mask_storeu_epi8(y + i, m, _mm512_cvtepi32_epi8(q));
+  }
+}
+
+void q8_dequantize__avx512(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
+                           float* y) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512 vzero = _mm512_set1_ps(static_cast<float>(zp));
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m128i bytes = _mm_maskz_loadu_epi8(m, x + i);
+    const __m512i w = is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+    const __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(w), vzero), vscale);
+    _mm512_mask_storeu_ps(y + i, m, v);
+  }
+}
+
+}  // namespace peregrine::cpu::avx512

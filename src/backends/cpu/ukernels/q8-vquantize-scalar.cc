@@ -1,0 +1,34 @@
+// QuantizeLinear / DequantizeLinear maps with one scale and zero point, portable C++.
+// Contract: q8_ukernels.h.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/ukernels/q8_ukernels.h"
+
+namespace peregrine::cpu {
+
+void q8_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                         uint8_t* y) {
+  const float lo = is_signed ? -128.0f : 0.0f, hi = is_signed ? 127.0f : 255.0f;
+  const float zero = static_cast<float>(zp);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i] / scale;
+    // Rounded, then shifted by the (integer) zero point and clamped: exact in float.
+    const float q = std::isnan(v) ? std::clamp(zero, lo, hi)
+                                  : std::clamp(std::nearbyint(v) + zero, lo, hi);
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
+  }
+}
+
+void q8_dequantize__scalar(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
+                           float* y) {
+  const float zero = static_cast<float>(zp);
+  if (is_signed) {
+    const int8_t* s = reinterpret_cast<const int8_t*>(x);
+    for (size_t i = 0; i < n; ++i) y[i] = (static_cast<float>(s[i]) - zero) * scale;
+  } else {
+    for (size_t i = 0; i < n; ++i) y[i] = (static_cast<float>(x[i]) - zero) * scale;
+  }
+}
+
+}  // namespace peregrine::cpu

@@ -1,0 +1,75 @@
+// Integer micro-kernels: uint8 x int8 GEMM with int32 accumulation and requantization to 8 bits,
+// and the (de)quantization maps of QuantizeLinear / DequantizeLinear.
+//
+// GEMM operands are 8-bit in K quads: one uint32 holds four consecutive k of a row of A (int8)
+// or of a column of B (uint8), k = 4q in its lowest byte; K is padded to a multiple of 4 with
+// zeros (A's zeros make the padding's products zero whatever B holds there).
+//   packed A micro-panel: (kq, MR) uint32: for each quad q, the MR rows' quads, contiguous.
+//   packed B micro-panel: (kq, NR) uint32: for each quad q, the NR columns' quads, contiguous,
+//     64-byte aligned.
+// Contract: acc(rows, cols) = A(rows, 4 kq) * B(4 kq, cols) exactly in int32, rows <= MR,
+// cols <= NR; then per row i of the tile, out = clamp(round((acc + bias[i]) * scale[i]) +
+// zero_point, lo, hi), rounding half to even (as QuantizeLinear), stored as uint8 or int8 into
+// rows x cols of C (row stride ldc bytes). The tile is computed whole (panels are zero-padded).
+// Overflow: |acc| < K * 255 * 128, which stays inside int32 for K < 65794.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace peregrine::cpu {
+
+struct Qu8Output {
+  int32_t zero_point = 0;
+  int32_t lo = 0, hi = 255;  // the output type's range, lo raised by a fused Relu
+  bool is_signed = false;    // int8 output (else uint8)
+};
+
+using Qu8GemmUkernelFn = void (*)(size_t rows, size_t cols, size_t kq, const uint32_t* a,
+                                  const uint32_t* b, uint8_t* c, size_t ldc,
+                                  const int32_t* bias, const float* scale, const Qu8Output& out);
+// B panel from row-major uint8: row p (p < k) at src + p * ld, its first `cols` (<= NR) bytes;
+// rows past k and columns past cols are zero. dst: (ceil(k / 4), NR) uint32.
+using Qu8PackBFn = void (*)(const uint8_t* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
+
+// Portable kernel (any x86-64): MR = 4, NR = 8.
+inline constexpr int kQu8ScalarMr = 4;
+inline constexpr int kQu8ScalarNr = 8;
+void qu8_gemm_ukernel_4x8__scalar(size_t rows, size_t cols, size_t kq, const uint32_t* a,
+                                  const uint32_t* b, uint8_t* c, size_t ldc, const int32_t* bias,
+                                  const float* scale, const Qu8Output& out);
+// Any NR: the portable packer.
+void qu8_pack_b__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, size_t nr,
+                        uint32_t* dst);
+void qu8_pack_b_8__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
+
+namespace avx512vnni {
+inline constexpr int kQu8GemmMr = 14;
+inline constexpr int kQu8GemmNr = 32;
+void qu8_gemm_ukernel_14x32__avx512vnni(size_t rows, size_t cols, size_t kq, const uint32_t* a,
+                                        const uint32_t* b, uint8_t* c, size_t ldc,
+                                        const int32_t* bias, const float* scale,
+                                        const Qu8Output& out);
+void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t cols,
+                               uint32_t* dst);
+}  // namespace avx512vnni
+
+// QuantizeLinear of float32 with one scale and zero point: y = clamp(round(x / scale) + zp)
+// (half to even; NaN becomes zp, as the reference). DequantizeLinear: y = (x - zp) * scale.
+// `is_signed` selects int8 (else uint8) for the 8-bit side.
+using Q8QuantizeFn = void (*)(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                              uint8_t* y);
+using Q8DequantizeFn = void (*)(const uint8_t* x, size_t n, float scale, int32_t zp,
+                                bool is_signed, float* y);
+void q8_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                         uint8_t* y);
+void q8_dequantize__scalar(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
+                           float* y);
+namespace avx512 {
+void q8_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                         uint8_t* y);
+void q8_dequantize__avx512(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
+                           float* y);
+}  // namespace avx512
+
+}  // namespace peregrine::cpu
