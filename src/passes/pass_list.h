@@ -15,6 +15,8 @@ std::unique_ptr<Pass> make_remove_identity_ops();
 std::unique_ptr<Pass> make_collapse_reshape_chains();
 std::unique_ptr<Pass> make_collapse_transpose_chains();
 std::unique_ptr<Pass> make_move_transposes();
+// Quantized (QDQ) patterns, before folding.
+std::unique_ptr<Pass> make_fuse_qdq_conv();
 // Fusion.
 std::unique_ptr<Pass> make_conv_batchnorm_folding();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();

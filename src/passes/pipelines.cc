@@ -30,6 +30,7 @@ const std::map<std::string, Factory>& factories() {
       {"attention_fusion", make_attention_fusion},
       {"elementwise_chain_fusion", make_elementwise_chain_fusion},
       {"layout_nhwc", make_layout_nhwc},
+      {"fuse_qdq_conv", make_fuse_qdq_conv},
   };
   return kFactories;
 }
@@ -55,6 +56,9 @@ const std::vector<std::string> kFusion = {
     "elementwise_chain_fusion",  "dead_code_elimination",
 };
 
+// -O2: QDQ patterns become integer ops first, while DequantizeLinear of the weights still
+// shows them (cleanup's constant folding turns those into float32 weights).
+const std::vector<std::string> kQuantized = {"fuse_qdq_conv"};
 // -O3: activation layout for the CPU conv kernels, after fusion has settled the convs.
 const std::vector<std::string> kLayout = {"layout_nhwc"};
 
@@ -77,7 +81,8 @@ Expected<std::vector<std::string>> pipeline_pass_names(int level,
       return invalid_input("--disable-pass: unknown pass '" + d + "' (known: " + known + ")");
     }
   std::vector<std::string> names;
-  if (level >= 1) names = kCleanup;
+  if (level >= 2) names = kQuantized;
+  if (level >= 1) names.insert(names.end(), kCleanup.begin(), kCleanup.end());
   if (level >= 2) names.insert(names.end(), kFusion.begin(), kFusion.end());
   if (level >= 3) names.insert(names.end(), kLayout.begin(), kLayout.end());
   std::erase_if(names, [&](const std::string& n) {

@@ -32,8 +32,9 @@ Expected<std::unique_ptr<PreparedKernel>> CpuBackend::prepare_with_constants(
   }
   std::vector<const Tensor*> constants = constant_inputs;
   constants.resize(node.inputs.size(), nullptr);
-  for (const Tensor*& c : constants)
-    if (c && c->dtype() != DType::kFloat32) c = nullptr;
+  if (entry->dtypes != cpu::DTypeRule::kQuantized)
+    for (const Tensor*& c : constants)
+      if (c && c->dtype() != DType::kFloat32) c = nullptr;
   PG_ASSIGN_OR_RETURN(cpu::FusedEpilogue fused, cpu::read_fused_epilogue(node));
   return entry->prepare(cpu::CpuPrepareArgs{node, constants, fused});
 }

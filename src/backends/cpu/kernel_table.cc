@@ -70,6 +70,9 @@ Expected<std::unique_ptr<PreparedKernel>> attention(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& a) {
   return prepare_quantize_linear(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> qlinear_conv(const CpuPrepareArgs& a) {
+  return prepare_qlinear_conv(a.node, a.constants);
+}
 Expected<std::unique_ptr<PreparedKernel>> matmul(const CpuPrepareArgs& a) {
   return prepare_matmul(a.node, a.constants, a.fused);
 }
@@ -99,6 +102,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "Conv",          1, kMax, R::kFloat32, nullptr, conv, "kernels/conv.cc"},
   {kPg, "FusedConv",     1, 1,    R::kFloat32, nullptr, conv, "kernels/conv.cc"},
   {kPg, "ConvNhwc",      1, 1,    R::kFloat32, nullptr, conv_nhwc, "kernels/conv_nhwc.cc"},
+  {"",  "QLinearConv",   10, kMax, R::kQuantized, nullptr, qlinear_conv, "kernels/qlinear_conv.cc"},
   {"",  "ConvTranspose", 1, kMax, R::kFloat32, nullptr, conv_transpose, "kernels/conv_transpose.cc"},
   {kPg, "Attention",     1, 1,    R::kFloat32, nullptr, attention, "kernels/attention.cc"},
   {"",  "Einsum",        12, kMax, R::kFloat32, claims_einsum, einsum, "kernels/einsum.cc"},
@@ -206,7 +210,8 @@ bool float32_or_unknown(const ir::ValueType& t) {
 
 bool dtypes_meet(DTypeRule rule, const std::vector<ir::ValueType>& types) {
   switch (rule) {
-    case DTypeRule::kAny: return true;
+    case DTypeRule::kAny:
+    case DTypeRule::kQuantized: return true;
     case DTypeRule::kFloat32Data: return types.empty() || float32_or_unknown(types[0]);
     case DTypeRule::kFloat32: break;
   }

@@ -25,11 +25,14 @@ enum class DTypeRule {
   kAny,           // data movement: bytes are copied, the dtype does not matter
   kFloat32,       // every tensor input float32
   kFloat32Data,   // input 0 float32; later inputs are parameters (axes, bounds) of any dtype
+  kQuantized,     // integer kernels: any dtype (checked by the kernel), and prepare is given
+                  // initializers of every dtype (other rows see float32 ones only)
 };
 
 struct CpuPrepareArgs {
   const ir::Node& node;
-  // Per input: its value when it is a float32 initializer (for weight packing), else nullptr.
+  // Per input: its value when it is a float32 initializer (for weight packing), else nullptr;
+  // kQuantized rows: any initializer.
   const std::vector<const Tensor*>& constants;
   const FusedEpilogue& fused;  // peregrine.Fused* epilogue (none for plain ops)
 };

@@ -59,6 +59,11 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node
 bool claims_quantize_linear(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_linear(const ir::Node& node);
 
+// QLinearConv, 2-D, uint8 x int8 on the integer GEMM (kernels/qlinear_conv.cc). `constants`
+// holds every initializer input, of any dtype.
+Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_conv(
+    const ir::Node& node, const std::vector<const Tensor*>& constants);
+
 // Elements per thread-pool task for streaming kernels: big enough to amortize a task claim,
 // small enough to balance a few threads over one activation tensor.
 inline constexpr int64_t kElementsPerTask = 16384;

@@ -20,6 +20,13 @@ constexpr int kMr = kQu8GemmMr;
 // B quad rows requested this many steps ahead (the B block streams from L2).
 constexpr size_t kPrefetchQuads = 4;
 
+// acc += dot4(x bytes unsigned, w bytes signed) per 32-bit lane. Inline assembly because GCC 12
+// copies the accumulator around every _mm512_dpbusd_epi32 in this loop (it ties the
+// intrinsic's output to a fresh register), spilling most of the 28 accumulators.
+inline void dpbusd(__m512i& acc, __m512i x, __m512i w) {
+  asm("vpdpbusd %[w], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [w] "v"(w));
+}
+
 inline __mmask16 column_mask(size_t cols) {
   return cols >= 16 ? static_cast<__mmask16>(0xffff)
                     : static_cast<__mmask16>((1u << cols) - 1u);
@@ -48,8 +55,8 @@ void tile(size_t cols, size_t kq, const uint32_t* a, const uint32_t* b, uint8_t*
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
       const __m512i av = _mm512_set1_epi32(static_cast<int>(a[i]));
-      acc0[i] = _mm512_dpbusd_epi32(acc0[i], b0, av);
-      acc1[i] = _mm512_dpbusd_epi32(acc1[i], b1, av);
+      dpbusd(acc0[i], b0, av);
+      dpbusd(acc1[i], b1, av);
     }
   }
   const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);

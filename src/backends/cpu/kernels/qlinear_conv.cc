@@ -1,0 +1,207 @@
+// CPU kernel of QLinearConv (2-D, uint8 activations, int8 weights with zero zero points, uint8
+// or int8 output): per image and group, the uint8 input as a GEMM operand (the input itself for
+// a 1x1 stride-1 unpadded conv, else im2col rows padded with x's zero point, which dequantizes
+// to 0) against the int8 weights packed once (gemm/qu8_gemm.h), requantized in the micro-kernel.
+//
+//   acc[m, p] = sum_k w[m, k] * (x[k, p] - x_zp) = sum_k w[m, k] x[k, p] - x_zp * rowsum(w)[m]
+//   y[m, p]   = clamp(round((acc + B[m]) * x_scale * w_scale[m] / y_scale) + y_zp)
+// so the zero point's term folds into the bias once. The multiplier is computed as the
+// reference kernel does (float32 x_scale * w_scale, then / y_scale).
+// Weights, scales and zero points must be initializers; any other case (int8 activations, a
+// weight zero point, another rank) runs the reference kernel.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/aligned_buffer.h"
+#include "backends/cpu/gemm/qu8_gemm.h"
+#include "backends/cpu/kernels/vector_ops.h"
+#include "backends/cpu/thread_pool.h"
+#include "ops/quantize_util.h"
+
+namespace peregrine::cpu {
+
+namespace {
+
+enum Input { kX, kXScale, kXZero, kW, kWScale, kWZero, kYScale, kYZero, kBias };
+
+const Tensor* constant(const std::vector<const Tensor*>& c, size_t i) {
+  return i < c.size() ? c[i] : nullptr;
+}
+
+bool all_zero(const Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (t.get_as_double(i) != 0.0) return false;
+  return true;
+}
+
+struct ConvGroupWeights {
+  Qu8PackedA a;
+  std::vector<int32_t> bias;  // B - x_zp * rowsum(w), per output channel of the group
+  std::vector<float> scale;   // x_scale * w_scale / y_scale, per output channel
+};
+
+class QLinearConvKernel : public PreparedKernel {
+ public:
+  std::string name() const override {
+    return std::string("cpu/qlinear-conv-") + kernel_->name;
+  }
+
+  static Expected<std::unique_ptr<PreparedKernel>> make(const ir::Node& node,
+                                                        const std::vector<const Tensor*>& c);
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(kX);
+    if (groups_.empty() || x.dtype() != DType::kUInt8 || x.rank() != 4 || x.dim(1) != channels_)
+      return fallback(ctx);
+    PG_ASSIGN_OR_RETURN(quantize_util::ConvGeometry g,
+                        quantize_util::conv_geometry(ctx.attrs(), x.shape(), w_shape_));
+    Tensor& y = ctx.allocate_output(0, out_type_, g.output);
+    const int64_t batch = x.dim(0), h = x.dim(2), w = x.dim(3);
+    const int64_t oh = g.output[2], ow = g.output[3], pixels = oh * ow;
+    const int64_t cg = channels_ / group_, mg = out_channels_ / group_;
+    const int64_t kh = g.kernel[0], kw = g.kernel[1];
+    const bool pointwise = kh == 1 && kw == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
+                           g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.pads_end[0] == 0 &&
+                           g.pads_end[1] == 0;
+    const int64_t k = cg * kh * kw;
+    uint8_t* cols = pointwise ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
+    const uint8_t* in = static_cast<const uint8_t*>(x.raw());
+    uint8_t* out = static_cast<uint8_t*>(y.raw());
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t gi = 0; gi < group_; ++gi) {
+        const uint8_t* image = in + (n * channels_ + gi * cg) * h * w;
+        const uint8_t* b = image;
+        if (!pointwise) {
+          im2col(image, cg, h, w, g, oh, ow, cols, ctx.num_threads());
+          b = cols;
+        }
+        const ConvGroupWeights& gw = groups_[static_cast<size_t>(gi)];
+        qu8_gemm(mg, pixels, gw.a, b, pointwise ? h * w : pixels,
+                 out + (n * out_channels_ + gi * mg) * pixels, pixels,
+                 Qu8Requant{gw.bias.data(), gw.scale.data(), output_}, ctx.num_threads());
+      }
+    return Status::ok();
+  }
+
+ private:
+  // Rows (c, i, j) of oh * ow bytes: x[c, oy * sh - pt + i * dh, ox * sw - pl + j * dw], the
+  // zero point outside the image.
+  void im2col(const uint8_t* image, int64_t cg, int64_t h, int64_t w,
+              const quantize_util::ConvGeometry& g, int64_t oh, int64_t ow, uint8_t* cols,
+              int num_threads) const {
+    const int64_t kh = g.kernel[0], kw = g.kernel[1], rows = cg * kh * kw;
+    const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
+    const int64_t pt = g.pads_begin[0], pl = g.pads_begin[1];
+    const uint8_t pad = static_cast<uint8_t>(x_zero_);
+    auto task = [&](int64_t r, int) {
+      const int64_t c = r / (kh * kw), i = r / kw % kh, j = r % kw;
+      uint8_t* dst = cols + r * oh * ow;
+      const uint8_t* plane = image + c * h * w;
+      // Output columns whose input column lies inside the image: [x0, x1).
+      const int64_t off = j * dw - pl;
+      const int64_t x0 = std::clamp<int64_t>((-off + sw - 1) / sw, 0, ow);
+      const int64_t x1 = std::clamp<int64_t>(off >= w ? 0 : (w - off + sw - 1) / sw, x0, ow);
+      for (int64_t oy = 0; oy < oh; ++oy, dst += ow) {
+        const int64_t iy = oy * sh - pt + i * dh;
+        if (iy < 0 || iy >= h) {
+          std::memset(dst, pad, static_cast<size_t>(ow));
+          continue;
+        }
+        const uint8_t* src = plane + iy * w + off;
+        std::memset(dst, pad, static_cast<size_t>(x0));
+        if (sw == 1) {
+          std::memcpy(dst + x0, src + x0, static_cast<size_t>(x1 - x0));
+        } else {
+          for (int64_t ox = x0; ox < x1; ++ox) dst[ox] = src[ox * sw];
+        }
+        std::memset(dst + x1, pad, static_cast<size_t>(ow - x1));
+      }
+    };
+    cpu_thread_pool().parallel_for(rows, rows * oh * ow < (int64_t{1} << 16) ? 1 : num_threads,
+                                   task);
+  }
+
+  // Cases without a fast path (found at prepare: `groups_` empty; or at run time).
+  Status fallback(KernelContext& ctx) { return run_reference(ctx); }
+
+  const Qu8GemmKernelInfo* kernel_ = nullptr;
+  Shape w_shape_;
+  int64_t channels_ = 0, out_channels_ = 0, group_ = 1;
+  int32_t x_zero_ = 0;
+  DType out_type_ = DType::kUInt8;
+  Qu8Output output_;
+  std::vector<ConvGroupWeights> groups_;
+  GrowBuffer<uint8_t> im2col_;
+};
+
+Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
+    const ir::Node& node, const std::vector<const Tensor*>& c) {
+  auto kernel = std::make_unique<QLinearConvKernel>();
+  kernel->kernel_ = &qu8_gemm_kernel();
+  auto given = [&](size_t i) { return i < node.inputs.size() && !node.inputs[i].empty(); };
+  const Tensor* x_scale = constant(c, kXScale);
+  const Tensor* x_zero = constant(c, kXZero);
+  const Tensor* w = constant(c, kW);
+  const Tensor* w_scale = constant(c, kWScale);
+  const Tensor* w_zero = constant(c, kWZero);
+  const Tensor* y_scale = constant(c, kYScale);
+  const Tensor* y_zero = constant(c, kYZero);
+  const Tensor* bias = constant(c, kBias);
+  ir::AttrView attrs(node);
+  PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
+  // Every parameter an initializer, of the types and sizes the fast path takes; anything else
+  // (or an invalid model, which the reference reports) runs the reference kernel.
+  const bool constant_params = x_scale && w && w_scale && y_scale &&
+                               (x_zero || !given(kXZero)) && (w_zero || !given(kWZero)) &&
+                               (y_zero || !given(kYZero)) && (bias || !given(kBias));
+  if (!constant_params || w->dtype() != DType::kInt8 || w->rank() != 4 || group < 1 ||
+      w->dim(0) % group != 0 || x_scale->dtype() != DType::kFloat32 || x_scale->numel() != 1 ||
+      y_scale->dtype() != DType::kFloat32 || y_scale->numel() != 1 ||
+      w_scale->dtype() != DType::kFloat32 ||
+      (w_scale->numel() != 1 && w_scale->numel() != w->dim(0)) ||
+      (x_zero && (x_zero->dtype() != DType::kUInt8 || x_zero->numel() != 1)) ||
+      (w_zero && (w_zero->dtype() != DType::kInt8 || !all_zero(*w_zero))) ||
+      (y_zero && ((y_zero->dtype() != DType::kUInt8 && y_zero->dtype() != DType::kInt8) ||
+                  y_zero->numel() != 1)) ||
+      (bias && (bias->dtype() != DType::kInt32 || bias->numel() != w->dim(0))))
+    return std::unique_ptr<PreparedKernel>(std::move(kernel));
+  const int64_t m = w->dim(0), mg = m / group;
+  const int64_t k = w->dim(1) * w->dim(2) * w->dim(3);
+  kernel->w_shape_ = w->shape();
+  kernel->out_channels_ = m;
+  kernel->channels_ = w->dim(1) * group;
+  kernel->group_ = group;
+  kernel->x_zero_ = x_zero ? x_zero->data<uint8_t>()[0] : 0;
+  kernel->out_type_ = y_zero ? y_zero->dtype() : DType::kUInt8;
+  const bool is_signed = kernel->out_type_ == DType::kInt8;
+  kernel->output_.is_signed = is_signed;
+  kernel->output_.zero_point = y_zero ? static_cast<int32_t>(y_zero->get_as_double(0)) : 0;
+  kernel->output_.lo = is_signed ? -128 : 0;
+  kernel->output_.hi = is_signed ? 127 : 255;
+  const float sx = x_scale->data<float>()[0], sy = y_scale->data<float>()[0];
+  const int8_t* wd = w->data<int8_t>();
+  for (int64_t gi = 0; gi < group; ++gi) {
+    ConvGroupWeights gw{Qu8PackedA::pack(*kernel->kernel_, wd + gi * mg * k, k, mg, k), {}, {}};
+    gw.bias.resize(static_cast<size_t>(mg));
+    gw.scale.resize(static_cast<size_t>(mg));
+    for (int64_t r = 0; r < mg; ++r) {
+      const int64_t oc = gi * mg + r;
+      const float sw = w_scale->data<float>()[w_scale->numel() == 1 ? 0 : oc];
+      gw.bias[r] = (bias ? bias->data<int32_t>()[oc] : 0) - kernel->x_zero_ * gw.a.row_sums()[r];
+      gw.scale[r] = (sx * sw) / sy;
+    }
+    kernel->groups_.push_back(std::move(gw));
+  }
+  return std::unique_ptr<PreparedKernel>(std::move(kernel));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_conv(
+    const ir::Node& node, const std::vector<const Tensor*>& constants) {
+  return QLinearConvKernel::make(node, constants);
+}
+
+}  // namespace peregrine::cpu

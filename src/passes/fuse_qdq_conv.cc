@@ -1,0 +1,185 @@
+// fuse_qdq_conv
+//   Matches:  QuantizeLinear(Conv(DequantizeLinear(x), DequantizeLinear(w), b?)), optionally
+//             with a Relu between Conv and QuantizeLinear: the QDQ form of a quantized
+//             convolution that quantizers (ONNX Runtime's quantize_static, ...) write; b is
+//             DequantizeLinear of an int32 initializer or a float32 initializer.
+//   Produces: QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B) writing the
+//             QuantizeLinear's output, with Conv's attributes; B = round(b / (x_scale *
+//             w_scale)) per output channel as int32 (exactly the quantizer's int32 bias when
+//             its scale is x_scale * w_scale, as quantizers write it).
+//   Preconditions: every scale and zero point an initializer: x's and y's scalars (float32
+//             scales), w's scalar or one per output channel along axis 0; x and y 8-bit, w an
+//             int8 initializer; the Conv's output (and the Relu's) read only by the next
+//             node and not graph outputs; a Relu only where quantizing makes it the identity
+//             (y's zero point the minimum of its type). Runs before constant_folding, which
+//             would otherwise turn DequantizeLinear(w) into float weights.
+#include <cmath>
+#include <limits>
+
+#include "passes/pass.h"
+#include "passes/pass_list.h"
+#include "passes/pass_util.h"
+
+namespace peregrine::passes {
+
+namespace {
+
+struct Match {
+  ir::Node* dq_x;
+  ir::Node* dq_w;
+  ir::Node* conv;
+  ir::Node* relu;  // or nullptr
+  ir::Node* q;
+  std::vector<int32_t> bias;  // empty: no bias
+};
+
+bool is_8bit(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
+
+// The per-tensor float32 scale and 8-bit zero point of a (De)QuantizeLinear node.
+struct ScalarParams {
+  float scale;
+  double zero;
+  DType type;
+};
+std::optional<ScalarParams> scalar_params(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.size() < 2) return std::nullopt;
+  const Tensor* s = constant_of(g, n.inputs[1]);
+  if (!s || s->dtype() != DType::kFloat32 || s->numel() != 1) return std::nullopt;
+  ScalarParams p{s->data<float>()[0], 0.0, DType::kUInt8};
+  if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+    const Tensor* z = constant_of(g, n.inputs[2]);
+    if (!z || z->numel() != 1 || !is_8bit(z->dtype())) return std::nullopt;
+    p.zero = z->get_as_double(0);
+    p.type = z->dtype();
+  }
+  if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return std::nullopt;
+  return p;
+}
+
+std::optional<int64_t> int_attribute(const ir::Node& n, const char* name, int64_t fallback) {
+  const ir::Attribute* a = n.attribute(name);
+  return a ? a->i : fallback;
+}
+
+// b / (x_scale * w_scale[m]) rounded to int32; nullopt when it does not fit.
+std::optional<std::vector<int32_t>> quantized_bias(const ir::Graph& g, const GraphIndex& index,
+                                                   const std::string& b, float x_scale,
+                                                   const Tensor& w_scale, int64_t m) {
+  std::vector<double> real(static_cast<size_t>(m));
+  if (const Tensor* f = constant_of(g, b)) {
+    if (f->dtype() != DType::kFloat32 || f->numel() != m) return std::nullopt;
+    for (int64_t i = 0; i < m; ++i) real[i] = f->data<float>()[i];
+  } else {
+    ir::Node* dq = index.producer(b);
+    if (!is_op(dq, "DequantizeLinear") || dq->inputs.size() < 2) return std::nullopt;
+    const Tensor* q = constant_of(g, dq->inputs[0]);
+    const Tensor* s = constant_of(g, dq->inputs[1]);
+    const Tensor* z = dq->inputs.size() > 2 && !dq->inputs[2].empty()
+                          ? constant_of(g, dq->inputs[2]) : nullptr;
+    if (!q || q->dtype() != DType::kInt32 || q->numel() != m || !s ||
+        s->dtype() != DType::kFloat32 || (s->numel() != 1 && s->numel() != m) ||
+        (dq->inputs.size() > 2 && !dq->inputs[2].empty() && (!z || z->numel() != s->numel())))
+      return std::nullopt;
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t c = s->numel() == 1 ? 0 : i;
+      const double zero = z ? z->get_as_double(c) : 0.0;
+      real[i] = (q->get_as_double(i) - zero) * static_cast<double>(s->data<float>()[c]);
+    }
+  }
+  std::vector<int32_t> out(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) {
+    const double sw = w_scale.data<float>()[w_scale.numel() == 1 ? 0 : i];
+    const double v = std::nearbyint(real[i] / (static_cast<double>(x_scale) * sw));
+    if (!(std::fabs(v) < 2147483647.0)) return std::nullopt;
+    out[i] = static_cast<int32_t>(v);
+  }
+  return out;
+}
+
+std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& q) {
+  if (!is_op(&q, "QuantizeLinear") || q.outputs.size() != 1) return std::nullopt;
+  auto y = scalar_params(g, q);
+  if (!y) return std::nullopt;
+  ir::Node* producer = index.producer(q.inputs[0]);
+  ir::Node* relu = nullptr;
+  if (is_op(producer, "Relu")) {
+    const double type_min = y->type == DType::kInt8 ? -128.0 : 0.0;
+    if (y->zero != type_min || index.sole_consumer(producer->outputs[0]) != &q)
+      return std::nullopt;
+    relu = producer;
+    producer = index.producer(relu->inputs[0]);
+  }
+  ir::Node* conv = producer;
+  if (!is_op(conv, "Conv") || conv->inputs.size() < 2 || conv->outputs.size() != 1 ||
+      index.sole_consumer(conv->outputs[0]) != (relu ? relu : &q))
+    return std::nullopt;
+  ir::Node* dq_x = index.producer(conv->inputs[0]);
+  ir::Node* dq_w = index.producer(conv->inputs[1]);
+  if (!is_op(dq_x, "DequantizeLinear") || !is_op(dq_w, "DequantizeLinear")) return std::nullopt;
+  auto x = scalar_params(g, *dq_x);
+  if (!x) return std::nullopt;
+  // W: an int8 initializer, its scale per tensor or per output channel (axis 0).
+  const Tensor* w = constant_of(g, dq_w->inputs[0]);
+  const Tensor* w_scale = dq_w->inputs.size() > 1 ? constant_of(g, dq_w->inputs[1]) : nullptr;
+  if (!w || w->dtype() != DType::kInt8 || w->rank() < 3 || !w_scale ||
+      w_scale->dtype() != DType::kFloat32)
+    return std::nullopt;
+  const int64_t m = w->dim(0);
+  if (w_scale->numel() != 1) {
+    auto axis = int_attribute(*dq_w, "axis", 1);
+    if (w_scale->rank() != 1 || w_scale->numel() != m || !axis || (*axis != 0 && *axis != -w->rank()))
+      return std::nullopt;
+  }
+  if (dq_w->inputs.size() > 2 && !dq_w->inputs[2].empty()) {
+    const Tensor* wz = constant_of(g, dq_w->inputs[2]);
+    if (!wz || wz->dtype() != DType::kInt8 || wz->numel() != w_scale->numel()) return std::nullopt;
+  }
+  Match mt{dq_x, dq_w, conv, relu, &q, {}};
+  if (conv->inputs.size() > 2 && !conv->inputs[2].empty()) {
+    auto bias = quantized_bias(g, index, conv->inputs[2], x->scale, *w_scale, m);
+    if (!bias) return std::nullopt;
+    mt.bias = std::move(*bias);
+  }
+  return mt;
+}
+
+class FuseQdqConv : public Pass {
+ public:
+  const char* name() const override { return "fuse_qdq_conv"; }
+  Expected<bool> run(ir::Graph& g) override {
+    auto rewrite = [](ir::Graph& graph, const Match& m) {
+      auto param = [](const ir::Node* n, size_t i) {
+        return i < n->inputs.size() ? n->inputs[i] : std::string();
+      };
+      std::string bias;
+      if (!m.bias.empty()) {
+        const int64_t count = static_cast<int64_t>(m.bias.size());
+        bias = add_initializer(graph, m.conv->name + "_bias_int32",
+                               Tensor::from_vector<int32_t>(m.bias, {count}));
+      }
+      std::vector<std::string> inputs = {
+          m.dq_x->inputs[0], param(m.dq_x, 1), param(m.dq_x, 2), m.dq_w->inputs[0],
+          param(m.dq_w, 1),  param(m.dq_w, 2), param(m.q, 1),    param(m.q, 2), bias};
+      while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+      ir::Node* fused =
+          add_node(graph, "QLinearConv", std::move(inputs), {m.q->outputs[0]}, m.conv->name);
+      fused->attributes = m.conv->attributes;
+      graph.values.erase(m.conv->outputs[0]);
+      std::set<const ir::Node*> dead = {m.conv, m.q};
+      if (m.relu) {
+        graph.values.erase(m.relu->outputs[0]);
+        dead.insert(m.relu);
+      }
+      remove_nodes(graph, dead);
+    };
+    int n = rewrite_each_match(g, match, rewrite);
+    count_rewrite(n);
+    return n > 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_qdq_conv() { return std::make_unique<FuseQdqConv>(); }
+
+}  // namespace peregrine::passes
