@@ -40,6 +40,12 @@ const Qu8GemmKernelInfo& qu8_gemm_kernel() {
   return kScalarKernel;
 }
 
+std::vector<const Qu8GemmKernelInfo*> qu8_gemm_kernels_runnable() {
+  std::vector<const Qu8GemmKernelInfo*> kernels = {&kScalarKernel};
+  if (isa_supported(Isa::kAvx512) && cpu_features().avx512_vnni) kernels.push_back(&kVnniKernel);
+  return kernels;
+}
+
 void Qu8PackedA::Free::operator()(uint32_t* p) const { std::free(p); }
 
 Qu8PackedA Qu8PackedA::pack(const Qu8GemmKernelInfo& kernel, const int8_t* w, int64_t ldw,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
@@ -27,6 +28,8 @@ struct Qu8GemmKernelInfo {
 // The best kernel selected_isa() and the CPU allow: AVX-512 VNNI at the avx512 level on a CPU
 // with it, else the portable one.
 const Qu8GemmKernelInfo& qu8_gemm_kernel();
+// Every kernel this CPU can run, portable first (for tests at each level).
+std::vector<const Qu8GemmKernelInfo*> qu8_gemm_kernels_runnable();
 
 // An int8 weight matrix A(m, k) in the kernel's panel layout, with each row's sum (for the
 // activation zero point's correction, folded into the bias by the caller).
