@@ -184,7 +184,10 @@ void check_qlinear_conv(const QConvCase& q) {
     SCOPED_TRACE("threads=" + std::to_string(threads));
     std::string kernel;
     const Tensor got = g.run(cpu_backend(), threads, &kernel);
-    EXPECT_EQ(kernel.rfind("cpu/qlinear-conv-qu8_gemm", 0), 0u) << kernel;
+    const bool depthwise = q.group == q.c && q.m == q.c;
+    EXPECT_EQ(kernel.rfind(depthwise ? "cpu/qlinear-conv-dwconv" : "cpu/qlinear-conv-qu8_gemm", 0),
+              0u)
+        << kernel;
     expect_within_one_step(got, want);
   }
 }
@@ -199,7 +202,14 @@ TEST(CpuQLinearConv, MatchesReference) {
   check_qlinear_conv({1, 3, 20, 19, 8, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}, true, true, false});
   // Groups: grouped and depthwise.
   check_qlinear_conv({1, 8, 9, 9, 12, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, false});
+  // Depthwise: its own kernel; rows wider than a vector, strides 1 and 2 (and 3: scalar),
+  // dilation, 5x5, uneven pads.
   check_qlinear_conv({1, 6, 10, 7, 6, 3, 3, 6, {2, 1}, {1, 1, 1, 1}, {1, 1}, true, true, true});
+  check_qlinear_conv({2, 5, 9, 37, 5, 3, 3, 5, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, false});
+  check_qlinear_conv({1, 4, 21, 35, 4, 3, 3, 4, {2, 2}, {0, 1, 1, 0}, {1, 1}, false, true, false});
+  check_qlinear_conv({1, 3, 17, 19, 3, 5, 5, 3, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, false, true});
+  check_qlinear_conv({1, 3, 15, 20, 3, 3, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, true, true, false});
+  check_qlinear_conv({1, 2, 14, 23, 2, 3, 3, 2, {3, 3}, {1, 1, 1, 1}, {1, 1}, true, true, false});
 }
 
 TEST(CpuQuantizeNodes, MatchReference) {

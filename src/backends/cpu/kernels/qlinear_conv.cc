@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/qu8_gemm.h"
 #include "backends/cpu/kernels/vector_ops.h"
@@ -45,6 +46,9 @@ struct ConvGroupWeights {
 class QLinearConvKernel : public PreparedKernel {
  public:
   std::string name() const override {
+    if (depthwise())
+      return std::string("cpu/qlinear-conv-dwconv-") +
+             (dwconv_ == qu8_dwconv2d__scalar ? "scalar" : "avx512");
     return std::string("cpu/qlinear-conv-") + kernel_->name;
   }
 
@@ -53,7 +57,7 @@ class QLinearConvKernel : public PreparedKernel {
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(kX);
-    if (groups_.empty() || x.dtype() != DType::kUInt8 || x.rank() != 4 || x.dim(1) != channels_)
+    if ((groups_.empty() && !depthwise()) || x.dtype() != DType::kUInt8 || x.rank() != 4 || x.dim(1) != channels_)
       return fallback(ctx);
     PG_ASSIGN_OR_RETURN(quantize_util::ConvGeometry g,
                         quantize_util::conv_geometry(ctx.attrs(), x.shape(), w_shape_));
@@ -65,6 +69,7 @@ class QLinearConvKernel : public PreparedKernel {
     const bool pointwise = kh == 1 && kw == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
                            g.pads_begin[0] == 0 && g.pads_begin[1] == 0 && g.pads_end[0] == 0 &&
                            g.pads_end[1] == 0;
+    if (depthwise()) return run_depthwise(x, g, y, ctx.num_threads());
     const int64_t k = cg * kh * kw;
     uint8_t* cols = pointwise ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
     const uint8_t* in = static_cast<const uint8_t*>(x.raw());
@@ -123,6 +128,41 @@ class QLinearConvKernel : public PreparedKernel {
                                    task);
   }
 
+  bool depthwise() const { return !dw_weights_.empty(); }
+
+  // One task per (image, channel): the channel less its zero point as a zero-padded int16
+  // plane, then the depthwise micro-kernel over it.
+  Status run_depthwise(const Tensor& x, const quantize_util::ConvGeometry& g, Tensor& y,
+                       int num_threads) const {
+    const int64_t batch = x.dim(0), h = x.dim(2), w = x.dim(3);
+    const int64_t pt = g.pads_begin[0], pl = g.pads_begin[1];
+    const int64_t ph = h + pt + g.pads_end[0], pw = w + pl + g.pads_end[1];
+    const int64_t kh = g.kernel[0], kw = g.kernel[1];
+    const Qu8DwconvGeometry geo{static_cast<size_t>(kh), static_cast<size_t>(kw),
+                                static_cast<size_t>(g.strides[0]), static_cast<size_t>(g.strides[1]),
+                                static_cast<size_t>(g.dilations[0]), static_cast<size_t>(g.dilations[1]),
+                                static_cast<size_t>(g.output[2]), static_cast<size_t>(g.output[3]),
+                                static_cast<size_t>(pw)};
+    const int64_t out_plane = g.output[2] * g.output[3];
+    const uint8_t* in = static_cast<const uint8_t*>(x.raw());
+    uint8_t* out = static_cast<uint8_t*>(y.raw());
+    auto task = [&](int64_t t, int) {
+      const int64_t c = t % channels_;
+      thread_local GrowBuffer<int16_t> padded;
+      int16_t* plane = padded.get(static_cast<size_t>(ph * pw));
+      std::fill(plane, plane + ph * pw, int16_t{0});
+      const uint8_t* src = in + t * h * w;
+      for (int64_t r = 0; r < h; ++r) {
+        int16_t* dst = plane + (r + pt) * pw + pl;
+        for (int64_t q = 0; q < w; ++q) dst[q] = static_cast<int16_t>(src[r * w + q] - x_zero_);
+      }
+      dwconv_(plane, dw_weights_.data() + c * kh * kw, geo, dw_bias_[c], dw_scale_[c], output_,
+              out + t * out_plane);
+    };
+    cpu_thread_pool().parallel_for(batch * channels_, num_threads, task);
+    return Status::ok();
+  }
+
   // Cases without a fast path (found at prepare: `groups_` empty; or at run time).
   Status fallback(KernelContext& ctx) { return run_reference(ctx); }
 
@@ -133,6 +173,12 @@ class QLinearConvKernel : public PreparedKernel {
   DType out_type_ = DType::kUInt8;
   Qu8Output output_;
   std::vector<ConvGroupWeights> groups_;
+  // Depthwise (one input and one output channel per group): taps, bias and multiplier per
+  // channel, no GEMM.
+  std::vector<int8_t> dw_weights_;
+  std::vector<int32_t> dw_bias_;
+  std::vector<float> dw_scale_;
+  Qu8DwconvFn dwconv_ = qu8_dwconv2d__scalar;
   GrowBuffer<uint8_t> im2col_;
 };
 
@@ -182,15 +228,27 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
   kernel->output_.hi = is_signed ? 127 : 255;
   const float sx = x_scale->data<float>()[0], sy = y_scale->data<float>()[0];
   const int8_t* wd = w->data<int8_t>();
+  auto multiplier = [&](int64_t oc) {
+    return (sx * w_scale->data<float>()[w_scale->numel() == 1 ? 0 : oc]) / sy;
+  };
+  if (group == m && w->dim(1) == 1) {
+    kernel->dw_weights_.assign(wd, wd + w->numel());
+    for (int64_t oc = 0; oc < m; ++oc) {
+      kernel->dw_bias_.push_back(bias ? bias->data<int32_t>()[oc] : 0);
+      kernel->dw_scale_.push_back(multiplier(oc));
+    }
+    if (selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512)
+      kernel->dwconv_ = avx512::qu8_dwconv2d__avx512;
+    return std::unique_ptr<PreparedKernel>(std::move(kernel));
+  }
   for (int64_t gi = 0; gi < group; ++gi) {
     ConvGroupWeights gw{Qu8PackedA::pack(*kernel->kernel_, wd + gi * mg * k, k, mg, k), {}, {}};
     gw.bias.resize(static_cast<size_t>(mg));
     gw.scale.resize(static_cast<size_t>(mg));
     for (int64_t r = 0; r < mg; ++r) {
       const int64_t oc = gi * mg + r;
-      const float sw = w_scale->data<float>()[w_scale->numel() == 1 ? 0 : oc];
       gw.bias[r] = (bias ? bias->data<int32_t>()[oc] : 0) - kernel->x_zero_ * gw.a.row_sums()[r];
-      gw.scale[r] = (sx * sw) / sy;
+      gw.scale[r] = multiplier(oc);
     }
     kernel->groups_.push_back(std::move(gw));
   }

@@ -54,6 +54,23 @@ void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t c
                                uint32_t* dst);
 }  // namespace avx512vnni
 
+// Depthwise 2-D convolution of one channel: `plane` is the channel's input less its zero point
+// as int16, zero-padded (rows of `pw` values, the pads included, so tap (i, j) of output
+// (oy, ox) reads plane[(oy * sh + i * dh) * pw + ox * sw + j * dw]); `w` its kh x kw int8 taps.
+// y[oy * ow + ox] = clamp(round((sum + bias) * scale) + zero_point), the GEMM's rounding rule.
+struct Qu8DwconvGeometry {
+  size_t kh, kw, sh, sw, dh, dw, oh, ow, pw;
+};
+using Qu8DwconvFn = void (*)(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
+                             int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
+void qu8_dwconv2d__scalar(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
+                          int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
+namespace avx512 {
+// 16 outputs of a row at a time; strides 1 and 2 (others: the scalar kernel).
+void qu8_dwconv2d__avx512(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
+                          int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
+}  // namespace avx512
+
 // QuantizeLinear of float32 with one scale and zero point: y = clamp(round(x / scale) + zp)
 // (half to even; NaN becomes zp, as the reference). DequantizeLinear: y = (x - zp) * scale.
 // `is_signed` selects int8 (else uint8) for the 8-bit side.

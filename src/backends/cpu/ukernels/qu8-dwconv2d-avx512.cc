@@ -1,0 +1,60 @@
+// Depthwise 2-D convolution of one uint8 channel with int8 taps, AVX-512: 16 outputs of a row
+// in one int32 register across all taps, then requantized there. Stride 2 loads 32 int16 and
+// keeps the even ones (the low halves of its 32-bit lanes). Contract: q8_ukernels.h.
+#include <immintrin.h>
+
+// GCC 12's AVX-512 intrinsics pass an _mm512_undefined_*() pass-through operand that
+// -W(maybe-)uninitialized reports once inlined; it is never read (the mask is all ones).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "backends/cpu/ukernels/q8_ukernels.h"
+
+namespace peregrine::cpu::avx512 {
+
+namespace {
+
+template <int Stride>
+void rows(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g, int32_t bias,
+          float scale, const Qu8Output& out, uint8_t* y) {
+  const __m512i vbias = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(out.zero_point);
+  const __m512i lo = _mm512_set1_epi32(out.lo), hi = _mm512_set1_epi32(out.hi);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (size_t oy = 0; oy < g.oh; ++oy)
+    for (size_t ox = 0; ox < g.ow; ox += 16) {
+      const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
+      const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1u);
+      __m512i acc = vbias;
+      for (size_t i = 0; i < g.kh; ++i) {
+        const int16_t* row = plane + (oy * g.sh + i * g.dh) * g.pw + ox * Stride;
+        for (size_t j = 0; j < g.kw; ++j) {
+          const int16_t* src = row + j * g.dw;
+          __m512i x;
+          if constexpr (Stride == 1) {
+            x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m16, src));
+          } else {
+            // 2n - 1 values cover n outputs at stride 2; the last odd one is dropped anyway.
+            const __mmask32 m32 = static_cast<__mmask32>((uint64_t{1} << (2 * n - 1)) - 1u);
+            const __m512i pairs = _mm512_maskz_loadu_epi16(m32, src);
+            x = _mm512_cvtepi16_epi32(_mm512_cvtepi32_epi16(pairs));
+          }
+          acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(w[i * g.kw + j])));
+        }
+      }
+      const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), vscale);
+      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
+      q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+      _mm_mask_storeu_epi8(y + oy * g.ow + ox, m16, _mm512_cvtepi32_epi8(q));
+    }
+}
+
+}  // namespace
+
+void qu8_dwconv2d__avx512(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
+                          int32_t bias, float scale, const Qu8Output& out, uint8_t* y) {
+  if (g.sw == 1) return rows<1>(plane, w, g, bias, scale, out, y);
+  if (g.sw == 2) return rows<2>(plane, w, g, bias, scale, out, y);
+  qu8_dwconv2d__scalar(plane, w, g, bias, scale, out, y);
+}
+
+}  // namespace peregrine::cpu::avx512
