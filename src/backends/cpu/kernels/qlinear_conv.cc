@@ -150,11 +150,15 @@ class QLinearConvKernel : public PreparedKernel {
       const int64_t c = t % channels_;
       thread_local GrowBuffer<int16_t> padded;
       int16_t* plane = padded.get(static_cast<size_t>(ph * pw));
-      std::fill(plane, plane + ph * pw, int16_t{0});
       const uint8_t* src = in + t * h * w;
+      // Only the pads are zeroed: the top and bottom rows, then each row's two sides.
+      std::fill(plane, plane + pt * pw, int16_t{0});
+      std::fill(plane + (pt + h) * pw, plane + ph * pw, int16_t{0});
       for (int64_t r = 0; r < h; ++r) {
-        int16_t* dst = plane + (r + pt) * pw + pl;
-        for (int64_t q = 0; q < w; ++q) dst[q] = static_cast<int16_t>(src[r * w + q] - x_zero_);
+        int16_t* row = plane + (r + pt) * pw;
+        std::fill(row, row + pl, int16_t{0});
+        widen_(src + r * w, static_cast<size_t>(w), x_zero_, row + pl);
+        std::fill(row + pl + w, row + pw, int16_t{0});
       }
       dwconv_(plane, dw_weights_.data() + c * kh * kw, geo, dw_bias_[c], dw_scale_[c], output_,
               out + t * out_plane);
@@ -179,6 +183,7 @@ class QLinearConvKernel : public PreparedKernel {
   std::vector<int32_t> dw_bias_;
   std::vector<float> dw_scale_;
   Qu8DwconvFn dwconv_ = qu8_dwconv2d__scalar;
+  Qu8WidenFn widen_ = qu8_widen__scalar;
   GrowBuffer<uint8_t> im2col_;
 };
 
@@ -238,7 +243,10 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
       kernel->dw_scale_.push_back(multiplier(oc));
     }
     if (selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512)
+    {
       kernel->dwconv_ = avx512::qu8_dwconv2d__avx512;
+      kernel->widen_ = avx512::qu8_widen__avx512;
+    }
     return std::unique_ptr<PreparedKernel>(std::move(kernel));
   }
   for (int64_t gi = 0; gi < group; ++gi) {

@@ -65,7 +65,11 @@ using Qu8DwconvFn = void (*)(const int16_t* plane, const int8_t* w, const Qu8Dwc
                              int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
 void qu8_dwconv2d__scalar(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
                           int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
+// dst[i] = src[i] - zero as int16: a row of the depthwise kernels' plane.
+using Qu8WidenFn = void (*)(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
+void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
 namespace avx512 {
+void qu8_widen__avx512(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
 // 16 outputs of a row at a time; strides 1 and 2 (others: the scalar kernel).
 void qu8_dwconv2d__avx512(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
                           int32_t bias, float scale, const Qu8Output& out, uint8_t* y);

@@ -14,47 +14,77 @@ namespace peregrine::cpu::avx512 {
 
 namespace {
 
-template <int Stride>
-void rows(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g, int32_t bias,
+// At most this many taps keep their broadcast weights in registers / on the stack.
+constexpr size_t kMaxTaps = 49;
+
+// Kw > 0: the kernel width as a constant (the tap loop unrolls); 0: g.kw.
+template <int Stride, int Kw>
+void rows(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& geometry, int32_t bias,
           float scale, const Qu8Output& out, uint8_t* y) {
+  const Qu8DwconvGeometry g = geometry;  // a local copy: stores to y cannot alias it
+  const size_t kw = Kw > 0 ? static_cast<size_t>(Kw) : g.kw;
+  __m512i taps[kMaxTaps];
+  for (size_t t = 0; t < g.kh * kw; ++t) taps[t] = _mm512_set1_epi32(w[t]);
   const __m512i vbias = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(out.zero_point);
   const __m512i lo = _mm512_set1_epi32(out.lo), hi = _mm512_set1_epi32(out.hi);
   const __m512 vscale = _mm512_set1_ps(scale);
-  for (size_t oy = 0; oy < g.oh; ++oy)
+  for (size_t oy = 0; oy < g.oh; ++oy) {
+    const int16_t* top = plane + oy * g.sh * g.pw;
+    uint8_t* dst = y + oy * g.ow;
     for (size_t ox = 0; ox < g.ow; ox += 16) {
       const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
       const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1u);
+      // 2n - 1 values cover n outputs at stride 2; the even ones are kept.
+      const __mmask32 m32 = static_cast<__mmask32>((uint64_t{1} << (2 * n - 1)) - 1u);
       __m512i acc = vbias;
-      for (size_t i = 0; i < g.kh; ++i) {
-        const int16_t* row = plane + (oy * g.sh + i * g.dh) * g.pw + ox * Stride;
-        for (size_t j = 0; j < g.kw; ++j) {
+      const int16_t* row = top + ox * Stride;
+      for (size_t i = 0; i < g.kh; ++i, row += g.dh * g.pw) {
+#pragma GCC unroll 7
+        for (size_t j = 0; j < kw; ++j) {
           const int16_t* src = row + j * g.dw;
           __m512i x;
           if constexpr (Stride == 1) {
             x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m16, src));
           } else {
-            // 2n - 1 values cover n outputs at stride 2; the last odd one is dropped anyway.
-            const __mmask32 m32 = static_cast<__mmask32>((uint64_t{1} << (2 * n - 1)) - 1u);
-            const __m512i pairs = _mm512_maskz_loadu_epi16(m32, src);
-            x = _mm512_cvtepi16_epi32(_mm512_cvtepi32_epi16(pairs));
+            x = _mm512_cvtepi16_epi32(_mm512_cvtepi32_epi16(_mm512_maskz_loadu_epi16(m32, src)));
           }
-          acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(w[i * g.kw + j])));
+          acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, taps[i * kw + j]));
         }
       }
       const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), vscale);
       __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
       q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-      _mm_mask_storeu_epi8(y + oy * g.ow + ox, m16, _mm512_cvtepi32_epi8(q));
+      _mm_mask_storeu_epi8(dst + ox, m16, _mm512_cvtepi32_epi8(q));
     }
+  }
+}
+
+template <int Stride>
+void rows_any_width(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
+                    int32_t bias, float scale, const Qu8Output& out, uint8_t* y) {
+  if (g.kw == 3) return rows<Stride, 3>(plane, w, g, bias, scale, out, y);
+  if (g.kw == 5) return rows<Stride, 5>(plane, w, g, bias, scale, out, y);
+  if (g.kw == 7) return rows<Stride, 7>(plane, w, g, bias, scale, out, y);
+  rows<Stride, 0>(plane, w, g, bias, scale, out, y);
 }
 
 }  // namespace
 
 void qu8_dwconv2d__avx512(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
                           int32_t bias, float scale, const Qu8Output& out, uint8_t* y) {
-  if (g.sw == 1) return rows<1>(plane, w, g, bias, scale, out, y);
-  if (g.sw == 2) return rows<2>(plane, w, g, bias, scale, out, y);
+  if (g.kh * g.kw <= kMaxTaps && g.sw == 1) return rows_any_width<1>(plane, w, g, bias, scale, out, y);
+  if (g.kh * g.kw <= kMaxTaps && g.sw == 2) return rows_any_width<2>(plane, w, g, bias, scale, out, y);
   qu8_dwconv2d__scalar(plane, w, g, bias, scale, out, y);
+}
+
+void qu8_widen__avx512(const uint8_t* src, size_t n, int32_t zero, int16_t* dst) {
+  const __m512i vzero = _mm512_set1_epi16(static_cast<int16_t>(zero));
+  for (size_t i = 0; i < n; i += 32) {
+    const __mmask32 m =
+        n - i >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << (n - i)) - 1u);
+    const __m512i x = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, src + i));
+    _mm512_mask_storeu_epi16(dst + i, m, _mm512_sub_epi16(x, vzero));
+  }
 }
 
 }  // namespace peregrine::cpu::avx512

@@ -22,4 +22,8 @@ void qu8_dwconv2d__scalar(const int16_t* plane, const int8_t* w, const Qu8Dwconv
     }
 }
 
+void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst) {
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<int16_t>(src[i] - zero);
+}
+
 }  // namespace peregrine::cpu
