@@ -200,6 +200,7 @@ TEST(CpuQLinearConv, MatchesReference) {
   check_qlinear_conv({1, 7, 15, 14, 29, 3, 3, 1, {2, 2}, {1, 0, 2, 1}, {1, 1}, true, true, true});
   check_qlinear_conv({1, 4, 12, 12, 6, 3, 3, 1, {1, 1}, {2, 2, 2, 2}, {2, 2}, true, true, false});
   check_qlinear_conv({1, 3, 20, 19, 8, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}, true, true, false});
+  check_qlinear_conv({1, 3, 9, 151, 5, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true, false});
   // Groups: grouped and depthwise.
   check_qlinear_conv({1, 8, 9, 9, 12, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, false});
   // Depthwise: its own kernel; rows wider than a vector, strides 1 and 2 (and 3: scalar),

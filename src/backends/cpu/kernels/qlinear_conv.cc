@@ -118,6 +118,8 @@ class QLinearConvKernel : public PreparedKernel {
         std::memset(dst, pad, static_cast<size_t>(x0));
         if (sw == 1) {
           std::memcpy(dst + x0, src + x0, static_cast<size_t>(x1 - x0));
+        } else if (sw == 2) {
+          gather_stride2_(src + 2 * x0, static_cast<size_t>(x1 - x0), dst + x0);
         } else {
           for (int64_t ox = x0; ox < x1; ++ox) dst[ox] = src[ox * sw];
         }
@@ -184,6 +186,7 @@ class QLinearConvKernel : public PreparedKernel {
   std::vector<float> dw_scale_;
   Qu8DwconvFn dwconv_ = qu8_dwconv2d__scalar;
   Qu8WidenFn widen_ = qu8_widen__scalar;
+  U8GatherStride2Fn gather_stride2_ = u8_gather_stride2__scalar;
   GrowBuffer<uint8_t> im2col_;
 };
 
@@ -233,6 +236,8 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
   kernel->output_.hi = is_signed ? 127 : 255;
   const float sx = x_scale->data<float>()[0], sy = y_scale->data<float>()[0];
   const int8_t* wd = w->data<int8_t>();
+  if (selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512)
+    kernel->gather_stride2_ = avx512::u8_gather_stride2__avx512;
   auto multiplier = [&](int64_t oc) {
     return (sx * w_scale->data<float>()[w_scale->numel() == 1 ? 0 : oc]) / sy;
   };

@@ -68,7 +68,11 @@ void qu8_dwconv2d__scalar(const int16_t* plane, const int8_t* w, const Qu8Dwconv
 // dst[i] = src[i] - zero as int16: a row of the depthwise kernels' plane.
 using Qu8WidenFn = void (*)(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
 void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
+// dst[i] = src[2 * i], i < n: an im2col row of a stride-2 convolution.
+using U8GatherStride2Fn = void (*)(const uint8_t* src, size_t n, uint8_t* dst);
+void u8_gather_stride2__scalar(const uint8_t* src, size_t n, uint8_t* dst);
 namespace avx512 {
+void u8_gather_stride2__avx512(const uint8_t* src, size_t n, uint8_t* dst);
 void qu8_widen__avx512(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
 // 16 outputs of a row at a time; strides 1 and 2 (others: the scalar kernel).
 void qu8_dwconv2d__avx512(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,

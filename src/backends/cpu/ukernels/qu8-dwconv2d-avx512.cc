@@ -87,4 +87,16 @@ void qu8_widen__avx512(const uint8_t* src, size_t n, int32_t zero, int16_t* dst)
   }
 }
 
+// 32 source bytes as 16-bit lanes, truncated to their low (even) bytes. The last pair is loaded
+// under a mask, so nothing past src[2 * (n - 1)] is read.
+void u8_gather_stride2__avx512(const uint8_t* src, size_t n, uint8_t* dst) {
+  for (size_t i = 0; i < n; i += 32) {
+    const size_t left = n - i < 32 ? n - i : 32;
+    const __mmask64 in = (left == 32 ? ~__mmask64{0} >> 1 : (__mmask64{1} << (2 * left - 1)) - 1);
+    const __mmask32 out = left == 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1u);
+    const __m512i pairs = _mm512_maskz_loadu_epi8(in, src + 2 * i);
+    _mm256_mask_storeu_epi8(dst + i, out, _mm512_cvtepi16_epi8(pairs));
+  }
+}
+
 }  // namespace peregrine::cpu::avx512

@@ -26,4 +26,8 @@ void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst)
   for (size_t i = 0; i < n; ++i) dst[i] = static_cast<int16_t>(src[i] - zero);
 }
 
+void u8_gather_stride2__scalar(const uint8_t* src, size_t n, uint8_t* dst) {
+  for (size_t i = 0; i < n; ++i) dst[i] = src[2 * i];
+}
+
 }  // namespace peregrine::cpu
