@@ -1,5 +1,6 @@
 // Schemas of the quantize family: QuantizeLinear, DequantizeLinear,
-// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv.
+// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and
+// peregrine.QLinearAdd (what passes/fuse_qdq_add.cc makes of a quantized Add).
 #include <string>
 
 #include "ops/infer_helpers.h"
@@ -180,6 +181,26 @@ Status infer_qlinear_conv(InferContext& ctx) {
   return infer_conv_like(ctx, 0, 3, out);
 }
 
+// peregrine.QLinearAdd(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale,
+// C_zero_point): C = QuantizeLinear(DequantizeLinear(A) + DequantizeLinear(B)), the inputs of
+// com.microsoft.QLinearAdd. A and B have one shape; scales and zero points are scalars.
+Status infer_qlinear_add(InferContext& ctx) {
+  for (size_t i : {0, 1, 3, 4, 6}) PG_RETURN_IF_ERROR(require_tensor_input(ctx, i));
+  const ir::ValueType& a = ctx.input_type(0);
+  const ir::ValueType& b = ctx.input_type(3);
+  if (!eight_bit(a.dtype) || !eight_bit(b.dtype))
+    return ctx.error("inputs 'A' and 'B' must be int8 or uint8");
+  if (a.has_shape && b.has_shape && a.dims != b.dims)
+    return ctx.error("inputs 'A' and 'B' must have the same shape");
+  for (size_t i : {1, 2, 4, 5, 6, 7})
+    if (ctx.has_input(i) && ctx.input_type(i).has_shape && ctx.input_type(i).rank() > 1)
+      return ctx.error("scales and zero points must be scalars");
+  DType out = ctx.has_input(7) ? ctx.input_type(7).dtype : DType::kUInt8;
+  if (!eight_bit(out)) return ctx.error("output type must be int8 or uint8");
+  set_like_input0(ctx, 0, out);
+  return Status::ok();
+}
+
 CostFn matmul_like_cost(size_t a_index) {
   return [a_index](const ir::Node&, const std::vector<ir::ValueType>& inputs,
                    const std::vector<ir::ValueType>& outputs) {
@@ -223,6 +244,7 @@ void register_quantize_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "QLinearMatMul", 10, infer_qlinear_matmul, matmul_like_cost(0)});
   r.add({kOnnxDomain, "ConvInteger", 10, infer_conv_integer, conv_like_cost(1)});
   r.add({kOnnxDomain, "QLinearConv", 10, infer_qlinear_conv, conv_like_cost(3)});
+  r.add({kPeregrineDomain, "QLinearAdd", 1, infer_qlinear_add, elementwise_cost(6)});
 }
 
 }  // namespace peregrine

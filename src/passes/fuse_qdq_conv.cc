@@ -19,6 +19,7 @@
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/pass_util.h"
+#include "passes/qdq_util.h"
 
 namespace peregrine::passes {
 
@@ -32,29 +33,6 @@ struct Match {
   ir::Node* q;
   std::vector<int32_t> bias;  // empty: no bias
 };
-
-bool is_8bit(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
-
-// The per-tensor float32 scale and 8-bit zero point of a (De)QuantizeLinear node.
-struct ScalarParams {
-  float scale;
-  double zero;
-  DType type;
-};
-std::optional<ScalarParams> scalar_params(const ir::Graph& g, const ir::Node& n) {
-  if (n.inputs.size() < 2) return std::nullopt;
-  const Tensor* s = constant_of(g, n.inputs[1]);
-  if (!s || s->dtype() != DType::kFloat32 || s->numel() != 1) return std::nullopt;
-  ScalarParams p{s->data<float>()[0], 0.0, DType::kUInt8};
-  if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-    const Tensor* z = constant_of(g, n.inputs[2]);
-    if (!z || z->numel() != 1 || !is_8bit(z->dtype())) return std::nullopt;
-    p.zero = z->get_as_double(0);
-    p.type = z->dtype();
-  }
-  if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return std::nullopt;
-  return p;
-}
 
 std::optional<int64_t> int_attribute(const ir::Node& n, const char* name, int64_t fallback) {
   const ir::Attribute* a = n.attribute(name);
@@ -98,13 +76,12 @@ std::optional<std::vector<int32_t>> quantized_bias(const ir::Graph& g, const Gra
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& q) {
   if (!is_op(&q, "QuantizeLinear") || q.outputs.size() != 1) return std::nullopt;
-  auto y = scalar_params(g, q);
+  auto y = qdq_scalar_params(g, q);
   if (!y) return std::nullopt;
   ir::Node* producer = index.producer(q.inputs[0]);
   ir::Node* relu = nullptr;
   if (is_op(producer, "Relu")) {
-    const double type_min = y->type == DType::kInt8 ? -128.0 : 0.0;
-    if (y->zero != type_min || index.sole_consumer(producer->outputs[0]) != &q)
+    if (!y->relu_is_identity() || index.sole_consumer(producer->outputs[0]) != &q)
       return std::nullopt;
     relu = producer;
     producer = index.producer(relu->inputs[0]);
@@ -116,7 +93,7 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   ir::Node* dq_x = index.producer(conv->inputs[0]);
   ir::Node* dq_w = index.producer(conv->inputs[1]);
   if (!is_op(dq_x, "DequantizeLinear") || !is_op(dq_w, "DequantizeLinear")) return std::nullopt;
-  auto x = scalar_params(g, *dq_x);
+  auto x = qdq_scalar_params(g, *dq_x);
   if (!x) return std::nullopt;
   // W: an int8 initializer, its scale per tensor or per output channel (axis 0).
   const Tensor* w = constant_of(g, dq_w->inputs[0]);
@@ -148,9 +125,7 @@ class FuseQdqConv : public Pass {
   const char* name() const override { return "fuse_qdq_conv"; }
   Expected<bool> run(ir::Graph& g) override {
     auto rewrite = [](ir::Graph& graph, const Match& m) {
-      auto param = [](const ir::Node* n, size_t i) {
-        return i < n->inputs.size() ? n->inputs[i] : std::string();
-      };
+      auto param = [](const ir::Node* n, size_t i) { return input_or_empty(*n, i); };
       std::string bias;
       if (!m.bias.empty()) {
         const int64_t count = static_cast<int64_t>(m.bias.size());

@@ -17,6 +17,7 @@ std::unique_ptr<Pass> make_collapse_transpose_chains();
 std::unique_ptr<Pass> make_move_transposes();
 // Quantized (QDQ) patterns, before folding.
 std::unique_ptr<Pass> make_fuse_qdq_conv();
+std::unique_ptr<Pass> make_fuse_qdq_add();
 // Fusion.
 std::unique_ptr<Pass> make_conv_batchnorm_folding();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();

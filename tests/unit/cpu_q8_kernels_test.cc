@@ -251,5 +251,32 @@ TEST(CpuQuantizeNodes, MatchReference) {
     }
 }
 
+// The CPU kernel does the reference's float32 operations: equal outputs.
+TEST(CpuQLinearAdd, MatchesReference) {
+  for (int64_t n : {1, 15, 16, 17, 100, 40000})
+    for (bool signed_out : {false, true}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " signed=" + std::to_string(signed_out));
+      OneNodeGraph g("QLinearAdd",
+                     {{"A", int_tensor<uint8_t>({n}, 0, 255, 7)},
+                      {"AS", Tensor::scalar<float>(0.03f)},
+                      {"AZ", Tensor::scalar<uint8_t>(100)},
+                      {"B", int_tensor<int8_t>({n}, -128, 127, 8)},
+                      {"BS", Tensor::scalar<float>(0.05f)},
+                      {"BZ", Tensor::scalar<int8_t>(3)},
+                      {"CS", Tensor::scalar<float>(0.07f)},
+                      {"CZ", signed_out ? Tensor::scalar<int8_t>(-7) : Tensor::scalar<uint8_t>(90)}},
+                     {false, true, true, false, true, true, true, true}, {}, "peregrine");
+      const Tensor want = g.run(reference_backend(), 1, nullptr);
+      for (int threads : {1, 2}) {
+        std::string kernel;
+        const Tensor got = g.run(cpu_backend(), threads, &kernel);
+        EXPECT_EQ(kernel.rfind("cpu/qlinear-add-", 0), 0u) << kernel;
+        ASSERT_EQ(got.dtype(), want.dtype());
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(got.get_as_double(i), want.get_as_double(i)) << "at " << i;
+      }
+    }
+}
+
 }  // namespace
 }  // namespace peregrine

@@ -70,6 +70,9 @@ Expected<std::unique_ptr<PreparedKernel>> attention(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& a) {
   return prepare_quantize_linear(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> qlinear_add(const CpuPrepareArgs& a) {
+  return prepare_qlinear_add(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> qlinear_conv(const CpuPrepareArgs& a) {
   return prepare_qlinear_conv(a.node, a.constants);
 }
@@ -181,6 +184,7 @@ const CpuKernelEntry kCpuKernels[] = {
   // Quantization maps between float32 and 8-bit integers (kernels/quantize_linear.cc).
   {"",  "QuantizeLinear", 10, kMax, R::kAny,    claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
   {"",  "DequantizeLinear", 10, kMax, R::kAny,  claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
+  {kPg, "QLinearAdd",    1, 1,    R::kQuantized, nullptr, qlinear_add, "kernels/quantize_linear.cc"},
   // Data movement, any dtype (kernels/concat_split.cc, transpose*.cc, resize_nearest.cc,
   // data_movement.cc on the copy engine of index_map_copy.h).
   {"",  "Transpose",     1, kMax, R::kFloat32, is_nchw_nhwc_transpose, transpose_nchw_nhwc, "kernels/transpose_nchw_nhwc.cc"},

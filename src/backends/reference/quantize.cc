@@ -442,9 +442,33 @@ Status qlinear_conv(KernelContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.QLinearAdd: each side dequantized in float32 ((x - zp) * scale), summed, then
+// quantized as QuantizeLinear does (divided by C's scale, rounded half to even, saturated).
+Status qlinear_add(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(3);
+  if (a.shape() != b.shape()) return ctx.error("inputs 'A' and 'B' must have the same shape");
+  for (size_t i : {1, 2, 4, 5, 6, 7})
+    if (ctx.has_input(i) && ctx.input(i).numel() != 1)
+      return ctx.error("scales and zero points must be scalars");
+  auto param = [&](size_t i) {
+    return ctx.has_input(i) ? static_cast<float>(ctx.input(i).get_as_double(0)) : 0.0f;
+  };
+  const float sa = param(1), za = param(2), sb = param(4), zb = param(5), sc = param(6);
+  const double zc = param(7);
+  Tensor& c = ctx.output(0);
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const float fa = (static_cast<float>(a.get_as_double(i)) - za) * sa;
+    const float fb = (static_cast<float>(b.get_as_double(i)) - zb) * sb;
+    write_integer(c, i, requantize(static_cast<double>((fa + fb) / sc), zc, c.dtype()));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_quantize_kernels(KernelRegistry& r) {
+  r.add(kPeregrineDomain, "QLinearAdd", qlinear_add);
   r.add(kOnnxDomain, "QuantizeLinear", quantize_linear);
   r.add(kOnnxDomain, "DequantizeLinear", dequantize_linear);
   r.add(kOnnxDomain, "DynamicQuantizeLinear", dynamic_quantize_linear);

@@ -1,8 +1,8 @@
 // CPU kernels of QuantizeLinear (float32 -> uint8 / int8) and DequantizeLinear (uint8 / int8 ->
 // float32) with a per-tensor or per-axis scale and zero point, on the vector maps of
 // ukernels/q8_ukernels.h: the Q / DQ nodes a QDQ model keeps where no int8 kernel took them
-// (the model's input, around float-only ops). Blocked quantization, other types and
-// non-constant-shaped cases run the reference kernel.
+// (the model's input, around float-only ops). Blocked quantization and other types run the
+// reference kernel. Also peregrine.QLinearAdd (same-shape 8-bit operands, scalar parameters).
 #include <algorithm>
 #include <string>
 
@@ -97,7 +97,54 @@ class QuantizeLinearKernel : public PreparedKernel {
   bool avx512_;
 };
 
+class QLinearAddKernel : public PreparedKernel {
+ public:
+  QLinearAddKernel()
+      : avx512_(selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512) {}
+  std::string name() const override {
+    return std::string("cpu/qlinear-add-") + (avx512_ ? "avx512" : "scalar");
+  }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(3);
+    const DType c_type = ctx.has_input(7) ? ctx.input(7).dtype() : DType::kUInt8;
+    if (!is_8bit(a.dtype()) || !is_8bit(b.dtype()) || !is_8bit(c_type) || a.shape() != b.shape())
+      return run_reference(ctx);
+    for (size_t i : {1, 2, 4, 5, 6, 7})
+      if (ctx.has_input(i) && ctx.input(i).numel() != 1) return run_reference(ctx);
+    auto param = [&](size_t i) {
+      return ctx.has_input(i) ? static_cast<float>(ctx.input(i).get_as_double(0)) : 0.0f;
+    };
+    const bool c_signed = c_type == DType::kInt8;
+    const Q8AddParams p{param(1), param(2), param(4), param(5), param(6),
+                        static_cast<int32_t>(param(7)), c_signed ? -128 : 0, c_signed ? 127 : 255,
+                        a.dtype() == DType::kInt8, b.dtype() == DType::kInt8};
+    Tensor& c = ctx.allocate_output(0, c_type, a.shape());
+    const int64_t n = a.numel();
+    const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
+    const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
+    const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
+    uint8_t* pc = static_cast<uint8_t*>(c.raw());
+    auto task = [&](int64_t t, int) {
+      const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
+      if (len > 0)
+        (avx512_ ? avx512::q8_add__avx512 : q8_add__scalar)(pa + i0, pb + i0,
+                                                            static_cast<size_t>(len), p, pc + i0);
+    };
+    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    return Status::ok();
+  }
+
+ private:
+  bool avx512_;
+};
+
 }  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_add(const ir::Node&) {
+  return std::unique_ptr<PreparedKernel>(new QLinearAddKernel());
+}
 
 bool claims_quantize_linear(const ir::Node& node) {
   ir::AttrView attrs(node);

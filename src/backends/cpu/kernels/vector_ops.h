@@ -58,6 +58,8 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node
 // axis (kernels/quantize_linear.cc).
 bool claims_quantize_linear(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_linear(const ir::Node& node);
+// peregrine.QLinearAdd (kernels/quantize_linear.cc).
+Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_add(const ir::Node& node);
 
 // QLinearConv, 2-D, uint8 x int8 on the integer GEMM (kernels/qlinear_conv.cc). `constants`
 // holds every initializer input, of any dtype.

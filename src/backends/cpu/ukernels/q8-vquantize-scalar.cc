@@ -31,4 +31,18 @@ void q8_dequantize__scalar(const uint8_t* x, size_t n, float scale, int32_t zp, 
   }
 }
 
+void q8_add__scalar(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddParams& p,
+                    uint8_t* c) {
+  auto value = [](const uint8_t* x, size_t i, bool is_signed) {
+    return is_signed ? static_cast<float>(static_cast<int8_t>(x[i])) : static_cast<float>(x[i]);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const float fa = (value(a, i, p.a_signed) - p.a_zero) * p.a_scale;
+    const float fb = (value(b, i, p.b_signed) - p.b_zero) * p.b_scale;
+    const float q = std::nearbyint((fa + fb) / p.c_scale) + static_cast<float>(p.c_zero);
+    c[i] = static_cast<uint8_t>(static_cast<int32_t>(
+        std::clamp(q, static_cast<float>(p.lo), static_cast<float>(p.hi))));
+  }
+}
+
 }  // namespace peregrine::cpu

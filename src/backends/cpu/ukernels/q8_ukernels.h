@@ -97,4 +97,20 @@ void q8_dequantize__avx512(const uint8_t* x, size_t n, float scale, int32_t zp, 
                            float* y);
 }  // namespace avx512
 
+// peregrine.QLinearAdd of n elements: c = clamp(round(((a - za) * sa + (b - zb) * sb) / sc) + zc,
+// lo, hi), each product and the sum in float32 as the reference; lo is raised by a fused Relu.
+struct Q8AddParams {
+  float a_scale, a_zero, b_scale, b_zero, c_scale;
+  int32_t c_zero, lo, hi;
+  bool a_signed, b_signed;
+};
+using Q8AddFn = void (*)(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddParams& p,
+                         uint8_t* c);
+void q8_add__scalar(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddParams& p,
+                    uint8_t* c);
+namespace avx512 {
+void q8_add__avx512(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddParams& p,
+                    uint8_t* c);
+}  // namespace avx512
+
 }  // namespace peregrine::cpu
