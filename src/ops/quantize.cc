@@ -1,6 +1,7 @@
 // Schemas of the quantize family: QuantizeLinear, DequantizeLinear,
 // DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and
-// peregrine.QLinearAdd (what passes/fuse_qdq_add.cc makes of a quantized Add).
+// peregrine.QLinearAdd and peregrine.QGemm (what passes/fuse_qdq_add.cc and
+// fuse_qdq_matmul.cc make of a quantized Add, MatMul or Gemm).
 #include <string>
 
 #include "ops/infer_helpers.h"
@@ -201,6 +202,35 @@ Status infer_qlinear_add(InferContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.QGemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale,
+// y_zero_point), attribute transB: Y = saturate(round((sum_k (A - a_zp)(B - b_zp) + C) * a_scale
+// * b_scale / y_scale) + y_zp) with A [..., M, K], B 2-D ([K, N], or [N, K] with transB = 1),
+// b_scale / b_zero_point scalars or one per column N, C int32 [N]; Y [..., M, N]. (QLinearMatMul
+// with a bias, saturating as QuantizeLinear does.)
+Status infer_qgemm(InferContext& ctx) {
+  for (size_t i : {0, 1, 3, 4, 7}) PG_RETURN_IF_ERROR(require_tensor_input(ctx, i));
+  const ir::ValueType& a = ctx.input_type(0);
+  const ir::ValueType& b = ctx.input_type(3);
+  if (!eight_bit(a.dtype) || !eight_bit(b.dtype))
+    return ctx.error("inputs 'A' and 'B' must be int8 or uint8");
+  PG_ASSIGN_OR_RETURN(int64_t trans_b, ctx.attrs().get_int("transB", 0));
+  DType out = ctx.has_input(8) ? ctx.input_type(8).dtype : DType::kUInt8;
+  if (!eight_bit(out)) return ctx.error("output type must be int8 or uint8");
+  if (!a.has_shape || !b.has_shape) {
+    ctx.set_output(0, ir::ValueType::tensor_unknown_shape(out));
+    return Status::ok();
+  }
+  if (a.rank() < 2 || b.rank() != 2) return ctx.error("'A' must have rank >= 2 and 'B' rank 2");
+  const int64_t k = trans_b ? b.dims[1] : b.dims[0], n = trans_b ? b.dims[0] : b.dims[1];
+  if (a.dims.back() >= 0 && k >= 0 && a.dims.back() != k)
+    return ctx.error("inner dimensions differ (" + std::to_string(a.dims.back()) + " vs " +
+                     std::to_string(k) + ")");
+  Shape y = a.dims;
+  y.back() = n;
+  ctx.set_output_tensor(0, out, y);
+  return Status::ok();
+}
+
 CostFn matmul_like_cost(size_t a_index) {
   return [a_index](const ir::Node&, const std::vector<ir::ValueType>& inputs,
                    const std::vector<ir::ValueType>& outputs) {
@@ -245,6 +275,7 @@ void register_quantize_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "ConvInteger", 10, infer_conv_integer, conv_like_cost(1)});
   r.add({kOnnxDomain, "QLinearConv", 10, infer_qlinear_conv, conv_like_cost(3)});
   r.add({kPeregrineDomain, "QLinearAdd", 1, infer_qlinear_add, elementwise_cost(6)});
+  r.add({kPeregrineDomain, "QGemm", 1, infer_qgemm, matmul_like_cost(0)});
 }
 
 }  // namespace peregrine

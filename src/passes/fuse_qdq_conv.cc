@@ -9,13 +9,11 @@
 //             its scale is x_scale * w_scale, as quantizers write it).
 //   Preconditions: every scale and zero point an initializer: x's and y's scalars (float32
 //             scales), w's scalar or one per output channel along axis 0; x and y 8-bit, w an
-//             int8 initializer; the Conv's output (and the Relu's) read only by the next
-//             node and not graph outputs; a Relu only where quantizing makes it the identity
-//             (y's zero point the minimum of its type). Runs before constant_folding, which
-//             would otherwise turn DequantizeLinear(w) into float weights.
-#include <cmath>
-#include <limits>
-
+//             int8 initializer with zero zero points (symmetric, as quantizers write weights:
+//             the integer kernels take only those); the Conv's output (and the Relu's) read only by
+//             the next node and not graph outputs; a Relu only where quantizing makes it the
+//             identity (y's zero point the minimum of its type). Runs before constant_folding,
+//             which would otherwise turn DequantizeLinear(w) into float weights.
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/pass_util.h"
@@ -33,46 +31,6 @@ struct Match {
   ir::Node* q;
   std::vector<int32_t> bias;  // empty: no bias
 };
-
-std::optional<int64_t> int_attribute(const ir::Node& n, const char* name, int64_t fallback) {
-  const ir::Attribute* a = n.attribute(name);
-  return a ? a->i : fallback;
-}
-
-// b / (x_scale * w_scale[m]) rounded to int32; nullopt when it does not fit.
-std::optional<std::vector<int32_t>> quantized_bias(const ir::Graph& g, const GraphIndex& index,
-                                                   const std::string& b, float x_scale,
-                                                   const Tensor& w_scale, int64_t m) {
-  std::vector<double> real(static_cast<size_t>(m));
-  if (const Tensor* f = constant_of(g, b)) {
-    if (f->dtype() != DType::kFloat32 || f->numel() != m) return std::nullopt;
-    for (int64_t i = 0; i < m; ++i) real[i] = f->data<float>()[i];
-  } else {
-    ir::Node* dq = index.producer(b);
-    if (!is_op(dq, "DequantizeLinear") || dq->inputs.size() < 2) return std::nullopt;
-    const Tensor* q = constant_of(g, dq->inputs[0]);
-    const Tensor* s = constant_of(g, dq->inputs[1]);
-    const Tensor* z = dq->inputs.size() > 2 && !dq->inputs[2].empty()
-                          ? constant_of(g, dq->inputs[2]) : nullptr;
-    if (!q || q->dtype() != DType::kInt32 || q->numel() != m || !s ||
-        s->dtype() != DType::kFloat32 || (s->numel() != 1 && s->numel() != m) ||
-        (dq->inputs.size() > 2 && !dq->inputs[2].empty() && (!z || z->numel() != s->numel())))
-      return std::nullopt;
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t c = s->numel() == 1 ? 0 : i;
-      const double zero = z ? z->get_as_double(c) : 0.0;
-      real[i] = (q->get_as_double(i) - zero) * static_cast<double>(s->data<float>()[c]);
-    }
-  }
-  std::vector<int32_t> out(static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) {
-    const double sw = w_scale.data<float>()[w_scale.numel() == 1 ? 0 : i];
-    const double v = std::nearbyint(real[i] / (static_cast<double>(x_scale) * sw));
-    if (!(std::fabs(v) < 2147483647.0)) return std::nullopt;
-    out[i] = static_cast<int32_t>(v);
-  }
-  return out;
-}
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& q) {
   if (!is_op(&q, "QuantizeLinear") || q.outputs.size() != 1) return std::nullopt;
@@ -95,25 +53,15 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   if (!is_op(dq_x, "DequantizeLinear") || !is_op(dq_w, "DequantizeLinear")) return std::nullopt;
   auto x = qdq_scalar_params(g, *dq_x);
   if (!x) return std::nullopt;
-  // W: an int8 initializer, its scale per tensor or per output channel (axis 0).
+  // W: int8, its scale per tensor or per output channel (axis 0).
   const Tensor* w = constant_of(g, dq_w->inputs[0]);
-  const Tensor* w_scale = dq_w->inputs.size() > 1 ? constant_of(g, dq_w->inputs[1]) : nullptr;
-  if (!w || w->dtype() != DType::kInt8 || w->rank() < 3 || !w_scale ||
-      w_scale->dtype() != DType::kFloat32)
-    return std::nullopt;
+  if (!w || w->rank() < 3) return std::nullopt;
   const int64_t m = w->dim(0);
-  if (w_scale->numel() != 1) {
-    auto axis = int_attribute(*dq_w, "axis", 1);
-    if (w_scale->rank() != 1 || w_scale->numel() != m || !axis || (*axis != 0 && *axis != -w->rank()))
-      return std::nullopt;
-  }
-  if (dq_w->inputs.size() > 2 && !dq_w->inputs[2].empty()) {
-    const Tensor* wz = constant_of(g, dq_w->inputs[2]);
-    if (!wz || wz->dtype() != DType::kInt8 || wz->numel() != w_scale->numel()) return std::nullopt;
-  }
+  const Tensor* w_scale = qdq_int8_weight_scale(g, *dq_w, 0);
+  if (!w_scale) return std::nullopt;
   Match mt{dq_x, dq_w, conv, relu, &q, {}};
   if (conv->inputs.size() > 2 && !conv->inputs[2].empty()) {
-    auto bias = quantized_bias(g, index, conv->inputs[2], x->scale, *w_scale, m);
+    auto bias = qdq_int32_bias(g, index, conv->inputs[2], x->scale, *w_scale, m);
     if (!bias) return std::nullopt;
     mt.bias = std::move(*bias);
   }

@@ -1,9 +1,9 @@
-// Integer kernels of the CPU backend: the uint8 x int8 GEMM with requantization (every kernel the
-// CPU can run, odd shapes, signed and unsigned outputs, a raised clamp) against a naive loop
-// with the same rounding rule (float32 (acc + bias) * scale, round half to even, + zero point,
-// clamp), exactly; the QuantizeLinear / DequantizeLinear maps at each ISA level against the
-// reference formulas; QLinearConv and Q / DQ nodes through the CPU backend against the
-// reference backend.
+// Integer kernels of the CPU backend: the uint8 x int8 GEMM with requantization (B as given and
+// transposed; every kernel the CPU can run, odd shapes, signed and unsigned outputs, a raised
+// clamp) against a naive loop with the same rounding rule (float32 (acc + bias) * scale, round
+// half to even, + zero point, clamp), exactly; the QuantizeLinear / DequantizeLinear maps at
+// each ISA level against the reference formulas; QLinearConv, peregrine.QGemm and Q / DQ nodes
+// through the CPU backend against the reference backend.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,6 +73,15 @@ void check_gemm(const cpu::Qu8GemmKernelInfo& kernel, const GemmCase& gc, int th
       ASSERT_EQ(c[i * ldc + 1 + j], static_cast<uint8_t>(q)) << "at " << i << ", " << j;
     }
   }
+  // B given transposed (row j of B^T is column j of B, padded rows): the same C.
+  const int64_t ldbt = gc.k + 3;
+  std::vector<uint8_t> xt(static_cast<size_t>(gc.n * ldbt), 0xCD);
+  for (int64_t p = 0; p < gc.k; ++p)
+    for (int64_t j = 0; j < gc.n; ++j) xt[j * ldbt + p] = x[p * gc.n + j];
+  std::vector<uint8_t> ct(c.size(), 0xAB);
+  cpu::qu8_gemm_bt(gc.m, gc.n, packed, xt.data(), ldbt, ct.data() + 1, ldc,
+                   cpu::Qu8Requant{bias.data(), scale.data(), gc.out}, threads);
+  ASSERT_EQ(ct, c);
 }
 
 TEST(CpuQu8Gemm, MatchesNaiveLoopExactly) {
@@ -211,6 +220,54 @@ TEST(CpuQLinearConv, MatchesReference) {
   check_qlinear_conv({1, 3, 17, 19, 3, 5, 5, 3, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, false, true});
   check_qlinear_conv({1, 3, 15, 20, 3, 3, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, true, true, false});
   check_qlinear_conv({1, 2, 14, 23, 2, 3, 3, 2, {3, 3}, {1, 1, 1, 1}, {1, 1}, true, true, false});
+}
+
+struct QGemmCase {
+  Shape a;
+  int64_t n;
+  bool trans_b, per_column, bias, signed_out;
+};
+
+// peregrine.QGemm: rank-2 and rank-3 activations, both weight layouts, per-tensor and
+// per-column weight scales, with and without a bias, both output types, odd sizes.
+void check_qgemm(const QGemmCase& q) {
+  const int64_t k = q.a.back();
+  SCOPED_TRACE("k=" + std::to_string(k) + " n=" + std::to_string(q.n) +
+               " transB=" + std::to_string(q.trans_b));
+  std::vector<float> sw(static_cast<size_t>(q.per_column ? q.n : 1));
+  for (size_t i = 0; i < sw.size(); ++i) sw[i] = 0.003f + 0.0002f * static_cast<float>(i);
+  const Shape sw_shape = q.per_column ? Shape{q.n} : Shape{};
+  std::vector<std::pair<std::string, Tensor>> inputs = {
+      {"A", int_tensor<uint8_t>(q.a, 0, 255, 11)},
+      {"AS", Tensor::scalar<float>(0.03f)},
+      {"AZ", Tensor::scalar<uint8_t>(121)},
+      {"B", int_tensor<int8_t>(q.trans_b ? Shape{q.n, k} : Shape{k, q.n}, -127, 127, 12)},
+      {"BS", Tensor::from_vector<float>(sw, sw_shape)},
+      {"BZ", q.per_column ? Tensor::from_vector<int8_t>(std::vector<int8_t>(q.n, 0), {q.n})
+                          : Tensor::scalar<int8_t>(0)},
+      {"C", q.bias ? int_tensor<int32_t>({q.n}, -4000, 4000, 13) : Tensor()},
+      {"YS", Tensor::scalar<float>(0.4f)},
+      {"YZ", q.signed_out ? Tensor::scalar<int8_t>(5) : Tensor::scalar<uint8_t>(126)}};
+  std::vector<bool> constant(inputs.size(), true);
+  constant[0] = false;
+  if (!q.bias) inputs[6].first.clear();  // an omitted optional input
+  OneNodeGraph g("QGemm", inputs, constant, {int_attr("transB", q.trans_b ? 1 : 0)}, "peregrine");
+  const Tensor want = g.run(reference_backend(), 1, nullptr);
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    std::string kernel;
+    const Tensor got = g.run(cpu_backend(), threads, &kernel);
+    EXPECT_EQ(kernel.rfind("cpu/qgemm-qu8_gemm", 0), 0u) << kernel;
+    expect_within_one_step(got, want);
+  }
+}
+
+TEST(CpuQGemm, MatchesReference) {
+  check_qgemm({{7, 13}, 9, false, true, true, false});
+  check_qgemm({{33, 64}, 35, true, false, true, true});
+  check_qgemm({{2, 5, 31}, 17, false, false, false, false});
+  check_qgemm({{1, 130}, 70, true, true, false, true});
+  check_qgemm({{3, 41, 8}, 64, true, true, true, false});
 }
 
 TEST(CpuQuantizeNodes, MatchReference) {

@@ -73,6 +73,9 @@ Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& 
 Expected<std::unique_ptr<PreparedKernel>> qlinear_add(const CpuPrepareArgs& a) {
   return prepare_qlinear_add(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> qgemm(const CpuPrepareArgs& a) {
+  return prepare_qgemm(a.node, a.constants);
+}
 Expected<std::unique_ptr<PreparedKernel>> qlinear_conv(const CpuPrepareArgs& a) {
   return prepare_qlinear_conv(a.node, a.constants);
 }
@@ -106,6 +109,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {kPg, "FusedConv",     1, 1,    R::kFloat32, nullptr, conv, "kernels/conv.cc"},
   {kPg, "ConvNhwc",      1, 1,    R::kFloat32, nullptr, conv_nhwc, "kernels/conv_nhwc.cc"},
   {"",  "QLinearConv",   10, kMax, R::kQuantized, nullptr, qlinear_conv, "kernels/qlinear_conv.cc"},
+  {kPg, "QGemm",         1, 1,    R::kQuantized, nullptr, qgemm, "kernels/qgemm.cc"},
   {"",  "ConvTranspose", 1, kMax, R::kFloat32, nullptr, conv_transpose, "kernels/conv_transpose.cc"},
   {kPg, "Attention",     1, 1,    R::kFloat32, nullptr, attention, "kernels/attention.cc"},
   {"",  "Einsum",        12, kMax, R::kFloat32, claims_einsum, einsum, "kernels/einsum.cc"},

@@ -465,9 +465,59 @@ Status qlinear_add(KernelContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.QGemm: int32 sums of zero-point-shifted values, the bias added, times the
+// multiplier float32(float32(a_scale * b_scale) / y_scale) in double, rounded half to even and
+// saturated (QuantizeLinear's rule).
+Status qgemm(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(3);
+  const Tensor& a_scale = ctx.input(1);
+  const Tensor& b_scale = ctx.input(4);
+  const Tensor& y_scale = ctx.input(7);
+  PG_ASSIGN_OR_RETURN(int64_t trans_b, ctx.attrs().get_int("transB", 0));
+  if (a.rank() < 2 || b.rank() != 2) return ctx.error("'A' must have rank >= 2 and 'B' rank 2");
+  const int64_t k = a.dim(a.rank() - 1), rows = a.numel() / std::max<int64_t>(k, 1);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  if ((trans_b ? b.dim(1) : b.dim(0)) != k) return ctx.error("inner dimensions differ");
+  if (a_scale.numel() != 1 || y_scale.numel() != 1 ||
+      (b_scale.numel() != 1 && b_scale.numel() != n))
+    return ctx.error("scales must be scalars ('b_scale' may have one per column)");
+  const Tensor* b_zero = ctx.has_input(5) ? &ctx.input(5) : nullptr;
+  if (b_zero && b_zero->numel() != b_scale.numel())
+    return ctx.error("'b_zero_point' must have the shape of 'b_scale'");
+  const Tensor* bias = ctx.has_input(6) ? &ctx.input(6) : nullptr;
+  if (bias && (bias->dtype() != DType::kInt32 || bias->numel() != n))
+    return ctx.error("input 'C' must be int32 with one value per column");
+  if ((ctx.has_input(2) && ctx.input(2).numel() != 1) ||
+      (ctx.has_input(8) && ctx.input(8).numel() != 1))
+    return ctx.error("'a_zero_point' and 'y_zero_point' must be scalars");
+  const int64_t a_zero = ctx.has_input(2) ? static_cast<int64_t>(ctx.input(2).get_as_double(0)) : 0;
+  const double y_zero = ctx.has_input(8) ? ctx.input(8).get_as_double(0) : 0.0;
+  const DType scale_type = a_scale.dtype();
+  Tensor& y = ctx.output(0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t bz =
+          b_zero ? static_cast<int64_t>(b_zero->get_as_double(b_zero->numel() == 1 ? 0 : c)) : 0;
+      int64_t sum = bias ? bias->data<int32_t>()[c] : 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const int64_t av = static_cast<int64_t>(a.get_as_double(r * k + p)) - a_zero;
+        const int64_t bv =
+            static_cast<int64_t>(b.get_as_double(trans_b ? c * k + p : p * n + c)) - bz;
+        sum += av * bv;
+      }
+      const double multiplier = divide_in(
+          scale_type, multiply_in(scale_type, a_scale.get_as_double(0), per_index(b_scale, c)),
+          y_scale.get_as_double(0));
+      write_integer(y, r * n + c, requantize(double(sum) * multiplier, y_zero, y.dtype()));
+    }
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_quantize_kernels(KernelRegistry& r) {
+  r.add(kPeregrineDomain, "QGemm", qgemm);
   r.add(kPeregrineDomain, "QLinearAdd", qlinear_add);
   r.add(kOnnxDomain, "QuantizeLinear", quantize_linear);
   r.add(kOnnxDomain, "DequantizeLinear", dequantize_linear);

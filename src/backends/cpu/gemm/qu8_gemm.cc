@@ -78,8 +78,30 @@ Qu8PackedA Qu8PackedA::pack(const Qu8GemmKernelInfo& kernel, const int8_t* w, in
   return a;
 }
 
-void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb,
-              uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads) {
+namespace {
+
+// Panels of B from B^T: quad q of column j is four consecutive bytes of row j of B^T.
+void pack_b_transposed(const uint8_t* bt, int64_t ldbt, int64_t k, int64_t cols, int nr,
+                       uint32_t* dst) {
+  const int64_t kq = ceil_div(k, 4), full = k / 4;
+  for (int64_t j = 0; j < nr; ++j) {
+    if (j >= cols) {
+      for (int64_t q = 0; q < kq; ++q) dst[q * nr + j] = 0;
+      continue;
+    }
+    const uint8_t* row = bt + j * ldbt;
+    for (int64_t q = 0; q < full; ++q) std::memcpy(&dst[q * nr + j], row + 4 * q, 4);
+    if (full < kq) {
+      uint32_t quad = 0;
+      for (int64_t byte = 0; 4 * full + byte < k; ++byte)
+        quad |= static_cast<uint32_t>(row[4 * full + byte]) << (8 * byte);
+      dst[full * nr + j] = quad;
+    }
+  }
+}
+
+void gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb,
+          bool b_transposed, uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads) {
   const Qu8GemmKernelInfo& kernel = *a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t k = a.depth(), kq = ceil_div(k, 4);
@@ -97,14 +119,20 @@ void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64
     if (m_begin >= m_end || ncur <= 0) return;
     const int64_t npanels = ceil_div(ncur, nr), stride = kq * nr;
     uint32_t* panels = b_scratch().get(static_cast<size_t>(npanels * stride));
-    // A quad of rows at a time across every panel: four sequential read streams, where panel
-    // order would read all K rows at once (too many streams for the hardware prefetcher).
-    for (int64_t p = 0; p < k; p += 4)
+    if (b_transposed) {
       for (int64_t jp = 0; jp < npanels; ++jp)
-        kernel.pack_b_panel(b + p * ldb + j0 + jp * nr, static_cast<size_t>(ldb),
-                            static_cast<size_t>(std::min<int64_t>(4, k - p)),
-                            static_cast<size_t>(std::min<int64_t>(nr, ncur - jp * nr)),
-                            panels + jp * stride + p / 4 * nr);
+        pack_b_transposed(b + (j0 + jp * nr) * ldb, ldb, k, std::min<int64_t>(nr, ncur - jp * nr),
+                          nr, panels + jp * stride);
+    } else {
+      // A quad of rows at a time across every panel: four sequential read streams, where panel
+      // order would read all K rows at once (too many streams for the hardware prefetcher).
+      for (int64_t p = 0; p < k; p += 4)
+        for (int64_t jp = 0; jp < npanels; ++jp)
+          kernel.pack_b_panel(b + p * ldb + j0 + jp * nr, static_cast<size_t>(ldb),
+                              static_cast<size_t>(std::min<int64_t>(4, k - p)),
+                              static_cast<size_t>(std::min<int64_t>(nr, ncur - jp * nr)),
+                              panels + jp * stride + p / 4 * nr);
+    }
     for (int64_t i = m_begin; i < m_end; i += mr) {
       const size_t rows = static_cast<size_t>(std::min<int64_t>(mr, m_end - i));
       for (int64_t jp = 0; jp < npanels; ++jp) {
@@ -117,6 +145,18 @@ void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64
     }
   };
   cpu_thread_pool().parallel_for(n_blocks * parts_m, num_threads, task);
+}
+
+}  // namespace
+
+void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb, uint8_t* c,
+              int64_t ldc, const Qu8Requant& rq, int num_threads) {
+  gemm(m, n, a, b, ldb, false, c, ldc, rq, num_threads);
+}
+
+void qu8_gemm_bt(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* bt, int64_t ldbt,
+                 uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads) {
+  gemm(m, n, a, bt, ldbt, true, c, ldc, rq, num_threads);
 }
 
 }  // namespace peregrine::cpu

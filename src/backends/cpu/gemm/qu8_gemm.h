@@ -67,5 +67,9 @@ struct Qu8Requant {
 // B: row-major uint8, row p at b + p * ldb. C: row i at c + i * ldc. a.kernel() runs it.
 void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb,
               uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads);
+// The same with B given transposed: column j of B (its k values) at bt + j * ldbt, as the
+// activations of a matrix product are stored ([tokens, K]).
+void qu8_gemm_bt(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* bt, int64_t ldbt,
+                 uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads);
 
 }  // namespace peregrine::cpu

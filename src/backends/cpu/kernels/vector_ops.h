@@ -66,6 +66,11 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_add(const ir::Node& no
 Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_conv(
     const ir::Node& node, const std::vector<const Tensor*>& constants);
 
+// peregrine.QGemm, uint8 x int8 on the integer GEMM (kernels/qgemm.cc); `constants` as for
+// QLinearConv.
+Expected<std::unique_ptr<PreparedKernel>> prepare_qgemm(
+    const ir::Node& node, const std::vector<const Tensor*>& constants);
+
 // Elements per thread-pool task for streaming kernels: big enough to amortize a task claim,
 // small enough to balance a few threads over one activation tensor.
 inline constexpr int64_t kElementsPerTask = 16384;
