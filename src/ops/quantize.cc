@@ -1,7 +1,8 @@
 // Schemas of the quantize family: QuantizeLinear, DequantizeLinear,
 // DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and
-// peregrine.QLinearAdd and peregrine.QGemm (what passes/fuse_qdq_add.cc and
-// fuse_qdq_matmul.cc make of a quantized Add, MatMul or Gemm).
+// peregrine.QLinearAdd, peregrine.QGemm and peregrine.TableLookup (what passes/fuse_qdq_add.cc,
+// fuse_qdq_matmul.cc and fuse_qdq_lookup_table.cc make of a quantized Add, MatMul or Gemm and
+// of a quantized elementwise function).
 #include <string>
 
 #include "ops/infer_helpers.h"
@@ -231,6 +232,20 @@ Status infer_qgemm(InferContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.TableLookup(X, table): Y[i] = table[byte(X[i])], X int8 or uint8 (its bit pattern
+// read as unsigned indexes the table), table 256 int8 or uint8 values; Y has X's shape and the
+// table's type.
+Status infer_table_lookup(InferContext& ctx) {
+  for (size_t i : {0, 1}) PG_RETURN_IF_ERROR(require_tensor_input(ctx, i));
+  const ir::ValueType& table = ctx.input_type(1);
+  if (!eight_bit(ctx.input_type(0).dtype) || !eight_bit(table.dtype))
+    return ctx.error("inputs 'X' and 'table' must be int8 or uint8");
+  if (table.has_shape && (table.rank() != 1 || (table.dims[0] >= 0 && table.dims[0] != 256)))
+    return ctx.error("input 'table' must have shape [256]");
+  set_like_input0(ctx, 0, table.dtype);
+  return Status::ok();
+}
+
 CostFn matmul_like_cost(size_t a_index) {
   return [a_index](const ir::Node&, const std::vector<ir::ValueType>& inputs,
                    const std::vector<ir::ValueType>& outputs) {
@@ -276,6 +291,7 @@ void register_quantize_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "QLinearConv", 10, infer_qlinear_conv, conv_like_cost(3)});
   r.add({kPeregrineDomain, "QLinearAdd", 1, infer_qlinear_add, elementwise_cost(6)});
   r.add({kPeregrineDomain, "QGemm", 1, infer_qgemm, matmul_like_cost(0)});
+  r.add({kPeregrineDomain, "TableLookup", 1, infer_table_lookup, elementwise_cost(0)});
 }
 
 }  // namespace peregrine

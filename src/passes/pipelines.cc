@@ -33,6 +33,7 @@ const std::map<std::string, Factory>& factories() {
       {"fuse_qdq_conv", make_fuse_qdq_conv},
       {"fuse_qdq_add", make_fuse_qdq_add},
       {"fuse_qdq_matmul", make_fuse_qdq_matmul},
+      {"fuse_qdq_lookup_table", make_fuse_qdq_lookup_table},
       {"move_dequantize_after_gather", make_move_dequantize_after_gather},
   };
   return kFactories;
@@ -62,6 +63,7 @@ const std::vector<std::string> kFusion = {
 // -O2: QDQ patterns become integer ops first, while DequantizeLinear of the weights still
 // shows them (cleanup's constant folding turns those into float32 weights).
 const std::vector<std::string> kQuantized = {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_add",
+                                             "fuse_qdq_lookup_table",
                                              "move_dequantize_after_gather"};
 // -O3: activation layout for the CPU conv kernels, after fusion has settled the convs.
 const std::vector<std::string> kLayout = {"layout_nhwc"};

@@ -2,8 +2,9 @@
 // transposed; every kernel the CPU can run, odd shapes, signed and unsigned outputs, a raised
 // clamp) against a naive loop with the same rounding rule (float32 (acc + bias) * scale, round
 // half to even, + zero point, clamp), exactly; the QuantizeLinear / DequantizeLinear maps at
-// each ISA level against the reference formulas; QLinearConv, peregrine.QGemm and Q / DQ nodes
-// through the CPU backend against the reference backend.
+// each ISA level against the reference formulas; the byte table lookup; QLinearConv,
+// peregrine.QGemm, TableLookup and Q / DQ nodes through the CPU backend against the reference
+// backend.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -268,6 +269,42 @@ TEST(CpuQGemm, MatchesReference) {
   check_qgemm({{2, 5, 31}, 17, false, false, false, false});
   check_qgemm({{1, 130}, 70, true, true, false, true});
   check_qgemm({{3, 41, 8}, 64, true, true, true, false});
+}
+
+// The byte lookup at each level the CPU runs (odd lengths, both loops' tails), and
+// peregrine.TableLookup through the CPU backend, against a plain loop / the reference kernel.
+TEST(CpuTableLookup, MatchesPlainLoop) {
+  const auto table = random_ints<uint8_t>(256, 0, 255, 21);
+  std::vector<std::pair<const char*, cpu::U8LookupFn>> kernels = {
+      {"scalar", cpu::u8_lookup__scalar}};
+  if (cpu::isa_supported(cpu::Isa::kAvx512) && cpu::cpu_features().avx512_vbmi)
+    kernels.push_back({"avx512vbmi", cpu::avx512vbmi::u8_lookup__avx512vbmi});
+  for (const auto& [name, fn] : kernels)
+    for (size_t n : {0, 1, 63, 64, 65, 127, 128, 129, 300, 1000}) {
+      SCOPED_TRACE(std::string(name) + " n=" + std::to_string(n));
+      const auto x = random_ints<uint8_t>(n + 1, 0, 255, static_cast<uint32_t>(n));
+      std::vector<uint8_t> y(n + 1, 0x5A);
+      fn(x.data(), n, table.data(), y.data());
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], table[x[i]]) << "at " << i;
+      ASSERT_EQ(y[n], 0x5A);  // nothing written past n
+    }
+  for (bool signed_in : {false, true}) {
+    const Shape shape = {3, 1000, 7};
+    OneNodeGraph g("TableLookup",
+                   {{"X", signed_in ? int_tensor<int8_t>(shape, -128, 127, 22)
+                                    : int_tensor<uint8_t>(shape, 0, 255, 22)},
+                    {"T", int_tensor<int8_t>({256}, -128, 127, 23)}},
+                   {false, true}, {}, "peregrine");
+    const Tensor want = g.run(reference_backend(), 1, nullptr);
+    for (int threads : {1, 2}) {
+      std::string kernel;
+      const Tensor got = g.run(cpu_backend(), threads, &kernel);
+      EXPECT_EQ(kernel.rfind("cpu/table-lookup-", 0), 0u) << kernel;
+      ASSERT_EQ(got.dtype(), DType::kInt8);
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_EQ(got.get_as_double(i), want.get_as_double(i)) << "at " << i;
+    }
+  }
 }
 
 TEST(CpuQuantizeNodes, MatchReference) {

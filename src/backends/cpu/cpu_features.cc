@@ -36,6 +36,7 @@ CpuFeatures detect() {
     f.avx512bw = ebx & (1u << 30);
     f.avx512vl = ebx & (1u << 31);
     f.avx512_vnni = ecx & (1u << 11);
+    f.avx512_vbmi = ecx & (1u << 1);
   }
   __cpuid_count(7, 1, eax, ebx, ecx, edx);
   f.avx_vnni = eax & (1u << 4);
@@ -84,6 +85,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512dq, "avx512dq");
   add(avx512vl, "avx512vl");
   add(avx512_vnni, "avx512_vnni");
+  add(avx512_vbmi, "avx512_vbmi");
   add(avx512_bf16, "avx512_bf16");
   add(avx_vnni, "avx_vnni");
   return s.empty() ? "none" : s;

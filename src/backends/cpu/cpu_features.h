@@ -25,6 +25,7 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512_vnni = false;
   bool avx512_bf16 = false;
+  bool avx512_vbmi = false;  // vpermb / vpermi2b: byte permutes
   bool avx_vnni = false;
   // Highest level this CPU can run.
   Isa best_isa() const;

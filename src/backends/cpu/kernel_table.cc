@@ -73,6 +73,9 @@ Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& 
 Expected<std::unique_ptr<PreparedKernel>> qlinear_add(const CpuPrepareArgs& a) {
   return prepare_qlinear_add(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> table_lookup(const CpuPrepareArgs& a) {
+  return prepare_table_lookup(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> qgemm(const CpuPrepareArgs& a) {
   return prepare_qgemm(a.node, a.constants);
 }
@@ -189,6 +192,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "QuantizeLinear", 10, kMax, R::kAny,    claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
   {"",  "DequantizeLinear", 10, kMax, R::kAny,  claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
   {kPg, "QLinearAdd",    1, 1,    R::kQuantized, nullptr, qlinear_add, "kernels/quantize_linear.cc"},
+  {kPg, "TableLookup",   1, 1,    R::kQuantized, nullptr, table_lookup, "kernels/quantize_linear.cc"},
   // Data movement, any dtype (kernels/concat_split.cc, transpose*.cc, resize_nearest.cc,
   // data_movement.cc on the copy engine of index_map_copy.h).
   {"",  "Transpose",     1, kMax, R::kFloat32, is_nchw_nhwc_transpose, transpose_nchw_nhwc, "kernels/transpose_nchw_nhwc.cc"},

@@ -514,9 +514,22 @@ Status qgemm(KernelContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.TableLookup: Y[i] = table[X[i]'s byte read as unsigned].
+Status table_lookup(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& table = ctx.input(1);
+  if (table.numel() != 256) return ctx.error("input 'table' must have 256 values");
+  const uint8_t* px = static_cast<const uint8_t*>(x.raw());
+  const uint8_t* pt = static_cast<const uint8_t*>(table.raw());
+  uint8_t* py = static_cast<uint8_t*>(ctx.output(0).raw());
+  for (int64_t i = 0; i < x.numel(); ++i) py[i] = pt[px[i]];
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_quantize_kernels(KernelRegistry& r) {
+  r.add(kPeregrineDomain, "TableLookup", table_lookup);
   r.add(kPeregrineDomain, "QGemm", qgemm);
   r.add(kPeregrineDomain, "QLinearAdd", qlinear_add);
   r.add(kOnnxDomain, "QuantizeLinear", quantize_linear);

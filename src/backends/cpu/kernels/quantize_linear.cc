@@ -2,7 +2,8 @@
 // float32) with a per-tensor or per-axis scale and zero point, on the vector maps of
 // ukernels/q8_ukernels.h: the Q / DQ nodes a QDQ model keeps where no int8 kernel took them
 // (the model's input, around float-only ops). Blocked quantization and other types run the
-// reference kernel. Also peregrine.QLinearAdd (same-shape 8-bit operands, scalar parameters).
+// reference kernel. Also peregrine.QLinearAdd (same-shape 8-bit operands, scalar parameters) and
+// peregrine.TableLookup (a byte table, whatever function fuse_qdq_lookup_table put in it).
 #include <algorithm>
 #include <string>
 
@@ -140,7 +141,44 @@ class QLinearAddKernel : public PreparedKernel {
   bool avx512_;
 };
 
+class TableLookupKernel : public PreparedKernel {
+ public:
+  TableLookupKernel()
+      : vbmi_(selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512 &&
+              cpu_features().avx512_vbmi) {}
+  std::string name() const override {
+    return std::string("cpu/table-lookup-") + (vbmi_ ? "avx512vbmi" : "scalar");
+  }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& table = ctx.input(1);
+    if (!is_8bit(x.dtype()) || !is_8bit(table.dtype()) || table.numel() != 256)
+      return run_reference(ctx);
+    Tensor& y = ctx.allocate_output(0, table.dtype(), x.shape());
+    const int64_t n = x.numel();
+    const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
+    const uint8_t* px = static_cast<const uint8_t*>(x.raw());
+    const uint8_t* pt = static_cast<const uint8_t*>(table.raw());
+    uint8_t* py = static_cast<uint8_t*>(y.raw());
+    const U8LookupFn lookup = vbmi_ ? avx512vbmi::u8_lookup__avx512vbmi : u8_lookup__scalar;
+    auto task = [&](int64_t t, int) {
+      const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
+      if (len > 0) lookup(px + i0, static_cast<size_t>(len), pt, py + i0);
+    };
+    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    return Status::ok();
+  }
+
+ private:
+  bool vbmi_;
+};
+
 }  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_table_lookup(const ir::Node&) {
+  return std::unique_ptr<PreparedKernel>(new TableLookupKernel());
+}
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_add(const ir::Node&) {
   return std::unique_ptr<PreparedKernel>(new QLinearAddKernel());

@@ -71,6 +71,12 @@ void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst)
 // dst[i] = src[2 * i], i < n: an im2col row of a stride-2 convolution.
 using U8GatherStride2Fn = void (*)(const uint8_t* src, size_t n, uint8_t* dst);
 void u8_gather_stride2__scalar(const uint8_t* src, size_t n, uint8_t* dst);
+// y[i] = table[x[i]], i < n: peregrine.TableLookup with its 256-byte table.
+using U8LookupFn = void (*)(const uint8_t* x, size_t n, const uint8_t* table, uint8_t* y);
+void u8_lookup__scalar(const uint8_t* x, size_t n, const uint8_t* table, uint8_t* y);
+namespace avx512vbmi {
+void u8_lookup__avx512vbmi(const uint8_t* x, size_t n, const uint8_t* table, uint8_t* y);
+}  // namespace avx512vbmi
 namespace avx512 {
 void u8_gather_stride2__avx512(const uint8_t* src, size_t n, uint8_t* dst);
 void qu8_widen__avx512(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
