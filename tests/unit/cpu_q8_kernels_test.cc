@@ -2,9 +2,9 @@
 // transposed; every kernel the CPU can run, odd shapes, signed and unsigned outputs, a raised
 // clamp) against a naive loop with the same rounding rule (float32 (acc + bias) * scale, round
 // half to even, + zero point, clamp), exactly; the QuantizeLinear / DequantizeLinear maps at
-// each ISA level against the reference formulas; the byte table lookup; QLinearConv,
-// peregrine.QGemm, TableLookup and Q / DQ nodes through the CPU backend against the reference
-// backend.
+// each ISA level against the reference formulas; the depthwise kernels against each other; the
+// byte table lookup; QLinearConv, peregrine.QGemm, TableLookup and Q / DQ nodes through the CPU
+// backend against the reference backend.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -269,6 +269,87 @@ TEST(CpuQGemm, MatchesReference) {
   check_qgemm({{2, 5, 31}, 17, false, false, false, false});
   check_qgemm({{1, 130}, 70, true, true, false, true});
   check_qgemm({{3, 41, 8}, 64, true, true, true, false});
+}
+
+// The depthwise micro-kernels on one channel: the AVX-512 row kernel on the zero-padded int16
+// plane and the VNNI pair-plane kernel on pair rows made from the uint8 image, against the
+// scalar kernel, exactly (the same int32 sums and float32 requantization). Odd widths, uneven
+// pads, both strides across, strides and dilations down, odd and even kernel heights.
+TEST(CpuQu8Dwconv, KernelsAgreeExactly) {
+  struct Case {
+    size_t kh, kw, sh, sw, dh, dw, h, w, pt, pl, pb, pr;
+  };
+  const cpu::Qu8Output out{.zero_point = 7, .lo = 0, .hi = 255, .is_signed = false};
+  const int32_t x_zero = 113;
+  for (const Case& c :
+       {Case{3, 3, 1, 1, 1, 1, 7, 35, 1, 1, 1, 1}, Case{3, 3, 2, 2, 1, 1, 11, 34, 0, 1, 1, 0},
+        Case{3, 3, 2, 2, 1, 1, 12, 33, 1, 0, 0, 1}, Case{5, 5, 2, 2, 1, 1, 13, 15, 2, 2, 2, 2},
+        Case{5, 5, 1, 1, 1, 1, 4, 66, 2, 2, 2, 2}, Case{7, 7, 1, 2, 1, 1, 7, 17, 3, 3, 3, 3},
+        Case{3, 3, 1, 1, 2, 2, 7, 17, 2, 2, 2, 2}, Case{2, 4, 1, 2, 1, 1, 5, 37, 0, 2, 1, 1},
+        Case{1, 3, 3, 1, 1, 1, 7, 16, 0, 1, 0, 1}, Case{3, 5, 2, 1, 2, 3, 10, 31, 1, 1, 1, 1},
+        Case{3, 3, 2, 2, 1, 1, 2, 70, 3, 1, 3, 1}}) {
+    SCOPED_TRACE("k=" + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+                 " s=" + std::to_string(c.sh) + "," + std::to_string(c.sw) +
+                 " d=" + std::to_string(c.dh) + "," + std::to_string(c.dw) +
+                 " w=" + std::to_string(c.w) + " pl=" + std::to_string(c.pl));
+    const size_t ph = c.h + c.pt + c.pb, pw = c.w + c.pl + c.pr;
+    const cpu::Qu8DwconvGeometry g{c.kh,
+                                   c.kw,
+                                   c.sh,
+                                   c.sw,
+                                   c.dh,
+                                   c.dw,
+                                   (ph - (c.kh - 1) * c.dh - 1) / c.sh + 1,
+                                   (pw - (c.kw - 1) * c.dw - 1) / c.sw + 1,
+                                   pw};
+    const auto image = random_ints<uint8_t>(c.h * c.w, 0, 255, 31);
+    std::vector<int16_t> plane(ph * pw, 0);
+    for (size_t r = 0; r < c.h; ++r)
+      for (size_t x = 0; x < c.w; ++x)
+        plane[(r + c.pt) * pw + c.pl + x] = static_cast<int16_t>(image[r * c.w + x] - x_zero);
+    const auto w = random_ints<int8_t>(c.kh * c.kw, -128, 127, 32);
+    const int32_t bias = -1234;
+    const float scale = 1.0f / (40.0f * static_cast<float>(c.kh * c.kw));
+    std::vector<uint8_t> want(g.oh * g.ow), got(g.oh * g.ow + 1, 0xEE);
+    cpu::qu8_dwconv2d__scalar(plane.data(), w.data(), g, bias, scale, out, want.data());
+    if (cpu::isa_supported(cpu::Isa::kAvx512)) {
+      cpu::avx512::qu8_dwconv2d__avx512(plane.data(), w.data(), g, bias, scale, out, got.data());
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "avx512 at " << i;
+    }
+    if (!cpu::isa_supported(cpu::Isa::kAvx512) || !cpu::cpu_features().avx512_vnni) continue;
+    ASSERT_EQ(cpu::avx512vnni::qu8_dwconv2d_pairs_supported(g), c.sw <= 2) << "sw=" << c.sw;
+    if (c.sw > 2) continue;
+    const size_t kh2 = (c.kh + 1) / 2, pwp = (pw + c.sw - 1) / c.sw;
+    std::vector<int32_t> wpairs;
+    for (size_t i = 0; i < kh2; ++i)
+      for (size_t j = 0; j < c.kw; ++j) {
+        const uint32_t top = static_cast<uint16_t>(int16_t{w[2 * i * c.kw + j]});
+        const uint32_t below =
+            2 * i + 1 < c.kh ? static_cast<uint16_t>(int16_t{w[(2 * i + 1) * c.kw + j]}) : 0u;
+        wpairs.push_back(static_cast<int32_t>(top | (below << 16)));
+      }
+    std::vector<int32_t> pairs(ph * c.sw * pwp, 0x7777);
+    cpu::avx512vnni::qu8_pair_rows__avx512vnni(image.data(), c.h, c.w, x_zero, c.pt, c.pl, ph, g,
+                                               pwp, pairs.data());
+    // The pair rows the kernel reads (oy * sh + 2 i dh): every entry as the rule says.
+    std::vector<bool> read(ph, false);
+    for (size_t oy = 0; oy < g.oh; ++oy)
+      for (size_t i = 0; i < kh2; ++i) read[oy * c.sh + 2 * i * c.dh] = true;
+    for (size_t r = 0; r < ph; ++r)
+      for (size_t col = 0; col < pw && read[r]; ++col) {
+        const int32_t low = plane[r * pw + col];
+        const int32_t high = r + c.dh < ph ? plane[(r + c.dh) * pw + col] : 0;
+        const int32_t want_pair = static_cast<int32_t>((static_cast<uint32_t>(low) & 0xFFFFu) |
+                                                       (static_cast<uint32_t>(high) << 16));
+        ASSERT_EQ(pairs[r * c.sw * pwp + col % c.sw * pwp + col / c.sw], want_pair)
+            << "pair row " << r << " column " << col;
+      }
+    std::fill(got.begin(), got.end(), 0xEE);
+    cpu::avx512vnni::qu8_dwconv2d_pairs__avx512vnni(pairs.data(), wpairs.data(), g, pwp, bias,
+                                                    scale, out, got.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "pairs at " << i;
+    ASSERT_EQ(got.back(), 0xEE);  // nothing written past the output
+  }
 }
 
 // The byte lookup at each level the CPU runs (odd lengths, both loops' tails), and

@@ -47,8 +47,9 @@ class QLinearConvKernel : public PreparedKernel {
  public:
   std::string name() const override {
     if (depthwise())
-      return std::string("cpu/qlinear-conv-dwconv-") +
-             (dwconv_ == qu8_dwconv2d__scalar ? "scalar" : "avx512");
+      return std::string("cpu/qlinear-conv-dwconv-") + (dwconv_ == qu8_dwconv2d__scalar ? "scalar"
+                                                        : dw_wpairs_.empty()            ? "avx512"
+                                                                             : "pairs-avx512vnni");
     return std::string("cpu/qlinear-conv-") + kernel_->name;
   }
 
@@ -146,10 +147,26 @@ class QLinearConvKernel : public PreparedKernel {
                                 static_cast<size_t>(g.output[2]), static_cast<size_t>(g.output[3]),
                                 static_cast<size_t>(pw)};
     const int64_t out_plane = g.output[2] * g.output[3];
+    // The pair-plane kernel where the CPU has it and the geometry fits; else dwconv_.
+    const bool pairs = !dw_wpairs_.empty() && avx512vnni::qu8_dwconv2d_pairs_supported(geo);
+    const size_t pwp = (static_cast<size_t>(pw) + geo.sw - 1) / geo.sw;
+    const int64_t kh2 = (kh + 1) / 2;
     const uint8_t* in = static_cast<const uint8_t*>(x.raw());
     uint8_t* out = static_cast<uint8_t*>(y.raw());
     auto task = [&](int64_t t, int) {
       const int64_t c = t % channels_;
+      if (pairs) {
+        thread_local GrowBuffer<int32_t> paired;
+        int32_t* pp = paired.get(static_cast<size_t>(ph) * geo.sw * pwp);
+        avx512vnni::qu8_pair_rows__avx512vnni(in + t * h * w, static_cast<size_t>(h),
+                                              static_cast<size_t>(w), x_zero_,
+                                              static_cast<size_t>(pt), static_cast<size_t>(pl),
+                                              static_cast<size_t>(ph), geo, pwp, pp);
+        avx512vnni::qu8_dwconv2d_pairs__avx512vnni(pp, dw_wpairs_.data() + c * kh2 * kw, geo, pwp,
+                                                   dw_bias_[c], dw_scale_[c], output_,
+                                                   out + t * out_plane);
+        return;
+      }
       thread_local GrowBuffer<int16_t> padded;
       int16_t* plane = padded.get(static_cast<size_t>(ph * pw));
       const uint8_t* src = in + t * h * w;
@@ -182,6 +199,7 @@ class QLinearConvKernel : public PreparedKernel {
   // Depthwise (one input and one output channel per group): taps, bias and multiplier per
   // channel, no GEMM.
   std::vector<int8_t> dw_weights_;
+  std::vector<int32_t> dw_wpairs_;  // for the pair-plane kernel (AVX512-VNNI); else empty
   std::vector<int32_t> dw_bias_;
   std::vector<float> dw_scale_;
   Qu8DwconvFn dwconv_ = qu8_dwconv2d__scalar;
@@ -247,10 +265,34 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
       kernel->dw_bias_.push_back(bias ? bias->data<int32_t>()[oc] : 0);
       kernel->dw_scale_.push_back(multiplier(oc));
     }
-    if (selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512)
-    {
+    if (selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512) {
       kernel->dwconv_ = avx512::qu8_dwconv2d__avx512;
       kernel->widen_ = avx512::qu8_widen__avx512;
+      auto strides = attrs.get_ints("strides");
+      const int64_t stride_w =
+          strides.is_ok() && strides.value().size() == 2 ? strides.value()[1] : 1;
+      const Qu8DwconvGeometry taps{static_cast<size_t>(w->dim(2)),
+                                   static_cast<size_t>(w->dim(3)),
+                                   1,
+                                   static_cast<size_t>(stride_w),
+                                   1,
+                                   1,
+                                   0,
+                                   0,
+                                   0};
+      if (cpu_features().avx512_vnni && avx512vnni::qu8_dwconv2d_pairs_supported(taps)) {
+        // Taps (2i, j) and (2i + 1, j) as one int32 pair: the pair-plane kernel's weights.
+        const int64_t kh = w->dim(2), kw = w->dim(3), kh2 = (kh + 1) / 2;
+        for (int64_t oc = 0; oc < m; ++oc)
+          for (int64_t i = 0; i < kh2; ++i)
+            for (int64_t j = 0; j < kw; ++j) {
+              const int8_t* taps = wd + oc * kh * kw;
+              const int32_t top = taps[2 * i * kw + j];
+              const int32_t below = 2 * i + 1 < kh ? taps[(2 * i + 1) * kw + j] : 0;
+              kernel->dw_wpairs_.push_back(static_cast<int32_t>(
+                  (static_cast<uint32_t>(top) & 0xFFFFu) | (static_cast<uint32_t>(below) << 16)));
+            }
+      }
     }
     return std::unique_ptr<PreparedKernel>(std::move(kernel));
   }

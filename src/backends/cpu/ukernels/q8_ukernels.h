@@ -65,6 +65,24 @@ using Qu8DwconvFn = void (*)(const int16_t* plane, const int8_t* w, const Qu8Dwc
                              int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
 void qu8_dwconv2d__scalar(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& g,
                           int32_t bias, float scale, const Qu8Output& out, uint8_t* y);
+// The same on a pair plane, for int16 pair products (AVX512-VNNI vpdpwssd). The plane of
+// qu8_dwconv2d__scalar (ph x pw, the image at rows pt.., columns pl.., less its zero point,
+// zero elsewhere) as pair rows: row R (R < ph) holds for each column c the int32 whose low half
+// is plane[R][c] and high half plane[R + dh][c] (zero past ph), its columns split into g.sw
+// phases (phase p: columns p, p + sw, ...; each pwp = ceil(pw / sw) wide; rows sw * pwp apart).
+// `wpairs`: ceil(kh / 2) x kw int32, pair (i, j) = w[2i][j] low, w[2i + 1][j] high (zero past
+// kh). Supported: strides 1 and 2 across, any down, kw <= 7, ceil(kh / 2) * kw <= 28.
+namespace avx512vnni {
+bool qu8_dwconv2d_pairs_supported(const Qu8DwconvGeometry& g);
+// The pair rows of geometry g (its pw, dh, sw) straight from the uint8 image (h x w); only the
+// rows the kernel reads are written.
+void qu8_pair_rows__avx512vnni(const uint8_t* src, size_t h, size_t w, int32_t zero, size_t pt,
+                               size_t pl, size_t ph, const Qu8DwconvGeometry& g, size_t pwp,
+                               int32_t* pairs);
+void qu8_dwconv2d_pairs__avx512vnni(const int32_t* pairs, const int32_t* wpairs,
+                                    const Qu8DwconvGeometry& g, size_t pwp, int32_t bias,
+                                    float scale, const Qu8Output& out, uint8_t* y);
+}  // namespace avx512vnni
 // dst[i] = src[i] - zero as int16: a row of the depthwise kernels' plane.
 using Qu8WidenFn = void (*)(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
 void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
