@@ -52,7 +52,7 @@ std::string MachineCeilings::best_isa() const {
   std::string best;
   double best_peak = -1;
   for (const auto& [isa, values] : peak_gflops) {
-    if (values.empty() || isa == kBf16Level) continue;  // a float32 roof only
+    if (values.empty() || isa == kBf16Level || isa == kInt8Level) continue;  // float32 only
     double p = values[0];
     if (p > best_peak || (p == best_peak && isa_width_rank(isa) > isa_width_rank(best))) {
       best = isa;
@@ -69,6 +69,11 @@ double MachineCeilings::peak_gflops_at(int threads) const {
 
 double MachineCeilings::bf16_peak_gflops_at(int threads) const {
   auto it = peak_gflops.find(kBf16Level);
+  return it == peak_gflops.end() ? 0 : at_threads(it->second, threads);
+}
+
+double MachineCeilings::int8_peak_gflops_at(int threads) const {
+  auto it = peak_gflops.find(kInt8Level);
   return it == peak_gflops.end() ? 0 : at_threads(it->second, threads);
 }
 
@@ -189,6 +194,7 @@ CpuInfo detect_cpu_with_l3_total(size_t* l3_total) {
   if (cpu_has_avx2_fma()) cpu.isa_levels.push_back("avx2");
   if (cpu_has_avx512f()) cpu.isa_levels.push_back("avx512");
   if (cpu_has_avx512f() && cpu::cpu_features().avx512_bf16) cpu.isa_levels.push_back(kBf16Level);
+  if (cpu_has_avx512f() && cpu::cpu_features().avx512_vnni) cpu.isa_levels.push_back(kInt8Level);
   detect_caches(&cpu, l3_total);
   return cpu;
 }
@@ -287,6 +293,8 @@ std::vector<IsaKernels> available_isas(const CpuInfo& cpu) {
     if (isa == "avx512") out.push_back({isa, &avx512::fma_loop, avx512::kFlopsPerIteration});
     if (isa == kBf16Level)
       out.push_back({isa, &avx512bf16::dot_loop, avx512bf16::kFlopsPerIteration});
+    if (isa == kInt8Level)
+      out.push_back({isa, &avx512vnni::dot_loop, avx512vnni::kFlopsPerIteration});
 #endif
   }
   return out;

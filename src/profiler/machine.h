@@ -12,8 +12,9 @@
 
 namespace peregrine {
 
-// The peak_gflops key of the bf16 dot product (not an ISA level of float32 kernels).
+// The peak_gflops keys of the bf16 and int8 dot products (not ISA levels of float32 kernels).
 inline constexpr const char* kBf16Level = "avx512_bf16";
+inline constexpr const char* kInt8Level = "avx512_vnni";
 
 struct MachineCeilings {
   std::string cpu_model;    // from /proc/cpuinfo
@@ -38,6 +39,9 @@ struct MachineCeilings {
   // The bf16 dot-product peak (peak_gflops["avx512_bf16"]), the roof of nodes running at
   // bf16; 0 when not measured (no AVX512_BF16, or ceilings cached before it was measured).
   double bf16_peak_gflops_at(int threads) const;
+  // The int8 dot-product peak (peak_gflops["avx512_vnni"], integer operations per second), the
+  // roof of nodes on the integer kernels; 0 when not measured.
+  double int8_peak_gflops_at(int threads) const;
   double bandwidth_gbps_at(int threads) const;
   // The level with the highest 1-thread peak (the widest one on a tie); "" when none.
   std::string best_isa() const;

@@ -51,6 +51,13 @@ namespace avx512bf16 {
 inline constexpr int64_t kFlopsPerIteration = 16 * 16 * 4;  // 16 zmm chains of 16 lanes
 float dot_loop(int64_t iterations);
 }  // namespace avx512bf16
+
+// The int8 dot product (vpdpbusd): each int32 lane adds four uint8 x int8 products, counted as
+// 8 integer operations (a multiply and an add each), the unit the integer kernels' costs use.
+namespace avx512vnni {
+inline constexpr int64_t kFlopsPerIteration = 16 * 16 * 8;  // 16 zmm chains of 16 lanes
+float dot_loop(int64_t iterations);
+}  // namespace avx512vnni
 #endif
 
 }  // namespace peregrine

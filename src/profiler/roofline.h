@@ -60,6 +60,12 @@ double attainable_gflops(double intensity, const Roofs& roofs);
 // Everything above for one node. Negative inputs are treated as 0.
 RooflinePoint analyze(double flops, double bytes, double seconds, const Roofs& roofs);
 
+// Does a kernel (by its name) compute with the int8 dot product (vpdpbusd / vpdpwssd), so that
+// the int8 roof is its ceiling? Those kernels say "avx512vnni" in their names.
+inline bool is_int8_kernel(const std::string& kernel_name) {
+  return kernel_name.find("avx512vnni") != std::string::npos;
+}
+
 // "compute-bound", "memory-bound", "overhead-bound".
 const char* bound_class_name(BoundClass c);
 // One line saying what limits the node and what would help, e.g.

@@ -99,6 +99,10 @@ TEST(MachineTest, AccessorsPickBestIsaAndClampThreads) {
   EXPECT_EQ(c.best_isa(), "avx2");
   EXPECT_DOUBLE_EQ(c.peak_gflops_at(1), 100.125);
   EXPECT_DOUBLE_EQ(c.bf16_peak_gflops_at(2), 800);
+  EXPECT_EQ(c.int8_peak_gflops_at(1), 0);   // not measured
+  c.peak_gflops[kInt8Level] = {900, 1700};  // nor is the int8 one
+  EXPECT_EQ(c.best_isa(), "avx2");
+  EXPECT_DOUBLE_EQ(c.int8_peak_gflops_at(2), 1700);
   MachineCeilings empty;
   EXPECT_EQ(empty.best_isa(), "");
   EXPECT_EQ(empty.peak_gflops_at(1), 0);

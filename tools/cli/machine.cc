@@ -60,6 +60,9 @@ void print_table(const MachineCeilings& c, const std::string& cache_path) {
   if (c.dram_buffer_bytes > 0)
     std::printf("(bandwidth over a %s working set; STREAM counting: bytes read + written)\n",
                 human_bytes(c.dram_buffer_bytes).c_str());
+  if (c.peak_gflops.count(kInt8Level))
+    std::printf("(%s: 8-bit integer dot products, in GOP/s: the roof of the int8 kernels)\n",
+                kInt8Level);
   if (!c.cache_read_gbps.empty()) {
     std::printf("\ncache read, 1 thread:");
     for (const auto& [level, gbps] : c.cache_read_gbps) {

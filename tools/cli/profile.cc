@@ -270,6 +270,8 @@ int cmd_profile(int argc, char** argv) {
                         ceilings->bandwidth_gbps_at(options.num_threads)};
   const profiler::Roofs bf16_roofs{ceilings->bf16_peak_gflops_at(options.num_threads),
                                    roofs.bandwidth_gbps};
+  const profiler::Roofs int8_roofs{ceilings->int8_peak_gflops_at(options.num_threads),
+                                   roofs.bandwidth_gbps};
 
   const ir::Graph& graph = (*session)->model().graph;
   std::unordered_map<const ir::Node*, size_t> node_index;
@@ -350,10 +352,12 @@ int cmd_profile(int argc, char** argv) {
     n.median_us = median(node_samples_us[i]);
     n.min_us = *std::min_element(node_samples_us[i].begin(), node_samples_us[i].end());
     n.cost_known = types[i].all_static;
-    // A node whose kernel computes in bf16 has the bf16 dot product's peak as its roof.
+    // A node whose kernel computes in bf16 or on 8-bit integers has that dot product's peak
+    // as its roof (the kernel's name says which).
     const profiler::Roofs& node_roofs =
         n.kernel.find("bf16") != std::string::npos && bf16_roofs.peak_gflops > 0 ? bf16_roofs
-                                                                                  : roofs;
+        : profiler::is_int8_kernel(n.kernel) && int8_roofs.peak_gflops > 0       ? int8_roofs
+                                                                                 : roofs;
     n.roof = profiler::analyze(cost.flops, cost.bytes_read + cost.bytes_written, n.median_us / 1e6,
                                node_roofs);
     n.reason = profiler::bottleneck_reason(n.roof, node_roofs);
