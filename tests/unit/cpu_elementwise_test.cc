@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,29 @@ TEST(VectorUkernels, SoftmaxAndLayerNormRows) {
               (x[i] - mean) / std::sqrt(var + 1e-5) * gamma[i] + (with_beta ? beta[i] : 0.0);
           ASSERT_NEAR(y.data()[i], want, 1e-5) << "layernorm at " << i;
         }
+      }
+    }
+  }
+}
+
+// Masked scores (-FLT_MAX, -inf, and values 90-100 below the row's max, whose exponentials are
+// below FLT_MIN): the softmax of the rest, the masked terms 0 to within 1e-30.
+TEST(VectorUkernels, SoftmaxRowWithMaskedScores) {
+  for (const VectorUkernels* uk : all_tables()) {
+    for (size_t n : {5, 8, 19, 128}) {
+      SCOPED_TRACE(std::string(isa_name(uk->isa)) + " n=" + std::to_string(n));
+      std::vector<float> x = random_floats(n, 7, -2.0f, 2.0f);
+      for (size_t i = 1; i < n; i += 3) x[i] = -std::numeric_limits<float>::max();
+      for (size_t i = 2; i < n; i += 6) x[i] = -90.0f - static_cast<float>(i % 10);
+      if (n > 4) x[4] = -INFINITY;
+      GuardedBuffer y(n);
+      uk->softmax_row(x.data(), y.data(), n);
+      double m = -INFINITY, sum = 0;
+      for (float v : x) m = std::max<double>(m, v);
+      for (float v : x) sum += std::exp(v - m);
+      for (size_t i = 0; i < n; ++i) {
+        const double want = std::exp(x[i] - m) / sum;
+        ASSERT_NEAR(y.data()[i], want, want < 1e-30 ? 1e-30 : 1e-6) << "softmax at " << i;
       }
     }
   }

@@ -12,13 +12,14 @@
 
 namespace peregrine::cpu::avx2 {
 
-// Three passes: max; y = exp(x - max) and their sum; y *= 1 / sum.
+// Three passes: max; y = exp(x - max) and their sum; y *= 1 / sum. Terms below FLT_MIN are 0
+// (exp_flush_ps): no denormal arithmetic on masked scores.
 void f32_softmax_row__avx2(const float* x, float* y, size_t n) {
   const __m256 vmax = _mm256_set1_ps(array_max(x, n));
   __m256 vsum = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+    const __m256 e = exp_flush_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
     vsum = _mm256_add_ps(vsum, e);
     _mm256_storeu_ps(y + i, e);
   }
@@ -26,7 +27,7 @@ void f32_softmax_row__avx2(const float* x, float* y, size_t n) {
     alignas(32) static const int kMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
                                               0,  0,  0,  0,  0,  0,  0,  0};
     const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - (n - i)));
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), vmax));
+    const __m256 e = exp_flush_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), vmax));
     vsum = _mm256_add_ps(vsum, _mm256_and_ps(e, _mm256_castsi256_ps(mask)));
     _mm256_maskstore_ps(y + i, mask, e);
   }
@@ -57,7 +58,7 @@ inline void softmax_column_block(const float* x, float* y, size_t len, size_t st
   for (size_t k = 0; k < len; ++k) vmax = _mm256_max_ps(vmax, load(x + k * stride));
   __m256 vsum = _mm256_setzero_ps();
   for (size_t k = 0; k < len; ++k) {
-    const __m256 e = exp_ps(_mm256_sub_ps(load(x + k * stride), vmax));
+    const __m256 e = exp_flush_ps(_mm256_sub_ps(load(x + k * stride), vmax));
     vsum = _mm256_add_ps(vsum, e);
     store(y + k * stride, e);
   }

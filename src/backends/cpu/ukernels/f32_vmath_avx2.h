@@ -47,6 +47,16 @@ inline __m256 exp_ps(__m256 x) {
   return _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), _mm256_cmp_ps(x, kMax, _CMP_GT_OQ));
 }
 
+// exp(x) with results below the smallest normal float (x < ln(FLT_MIN)) flushed to 0: for sums of
+// exponentials (softmax), where such terms cannot move the sum but denormal arithmetic costs a
+// microcode assist per element on some CPUs (masked attention scores are -inf or -FLT_MAX).
+// NaN stays NaN.
+inline __m256 exp_flush_ps(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654f);  // ln(FLT_MIN)
+  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  return _mm256_andnot_ps(underflow, exp_ps(_mm256_max_ps(lo, x)));
+}
+
 // 1 / (1 + exp(-x)); a true division keeps the relative error of exp.
 inline __m256 sigmoid_ps(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
