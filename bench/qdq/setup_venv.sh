@@ -6,13 +6,4 @@
 set -euo pipefail
 VENV=${1:-${PEREGRINE_QDQ_VENV:-$HOME/.cache/peregrine/qdq-venv}}
 PINS=(onnxruntime==1.32.0 onnx==1.17.0 numpy==2.4.6 ml_dtypes==0.5.4)
-STAMP="$VENV/.peregrine-pins"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "${PINS[*]}" ]; then
-  echo "$VENV"
-  exit 0
-fi
-PY=${PYTHON:-python3}
-"$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PINS[@]}" >&2
-echo "${PINS[*]}" >"$STAMP"
-echo "$VENV"
+exec "$(dirname "$0")/../pinned_venv.sh" "$VENV" "${PINS[@]}"

@@ -7,13 +7,4 @@ set -euo pipefail
 VENV=${1:-${PEREGRINE_REAL_VENV:-$HOME/.cache/peregrine/real-models-venv}}
 PINS=(torch==2.11.0 torchvision==0.26.0 transformers==5.25.0 onnx==1.23.2 onnxscript==0.7.2
       numpy==2.4.6)
-STAMP="$VENV/.peregrine-pins"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "${PINS[*]}" ]; then
-  echo "$VENV"
-  exit 0
-fi
-PY=${PYTHON:-python3}
-"$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PINS[@]}" >&2
-echo "${PINS[*]}" >"$STAMP"
-echo "$VENV"
+exec "$(dirname "$0")/../pinned_venv.sh" "$VENV" "${PINS[@]}"

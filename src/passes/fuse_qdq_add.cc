@@ -26,18 +26,10 @@ struct Match {
 };
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& q) {
-  if (!is_op(&q, "QuantizeLinear") || q.outputs.size() != 1) return std::nullopt;
-  auto y = qdq_scalar_params(g, q);
-  if (!y) return std::nullopt;
-  ir::Node* producer = index.producer(q.inputs[0]);
-  ir::Node* relu = nullptr;
-  if (is_op(producer, "Relu")) {
-    if (!y->relu_is_identity() || index.sole_consumer(producer->outputs[0]) != &q)
-      return std::nullopt;
-    relu = producer;
-    producer = index.producer(relu->inputs[0]);
-  }
-  ir::Node* add = producer;
+  auto produced = quantized_producer(g, index, q);
+  if (!produced) return std::nullopt;
+  ir::Node* relu = produced->relu;
+  ir::Node* add = produced->op;
   if (!is_op(add, "Add") || add->inputs.size() != 2 ||
       index.sole_consumer(add->outputs[0]) != (relu ? relu : &q))
     return std::nullopt;
@@ -63,19 +55,7 @@ class FuseQdqAdd : public Pass {
           m.dq_a->inputs[0], input_or_empty(*m.dq_a, 1), input_or_empty(*m.dq_a, 2),
           m.dq_b->inputs[0], input_or_empty(*m.dq_b, 1), input_or_empty(*m.dq_b, 2),
           input_or_empty(*m.q, 1), input_or_empty(*m.q, 2)};
-      while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
-      import_peregrine_domain(graph);
-      ir::Node* fused =
-          add_node(graph, "QLinearAdd", std::move(inputs), {m.q->outputs[0]}, m.add->name);
-      fused->domain = kPeregrineDomain;
-      fused->opset = 1;
-      graph.values.erase(m.add->outputs[0]);
-      std::set<const ir::Node*> dead = {m.add, m.q};
-      if (m.relu) {
-        graph.values.erase(m.relu->outputs[0]);
-        dead.insert(m.relu);
-      }
-      remove_nodes(graph, dead);
+      replace_with_quantized_op(graph, "QLinearAdd", true, std::move(inputs), m.add, m.relu, m.q);
     };
     int n = rewrite_each_match(g, match, rewrite);
     count_rewrite(n);

@@ -33,18 +33,10 @@ struct Match {
 };
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& q) {
-  if (!is_op(&q, "QuantizeLinear") || q.outputs.size() != 1) return std::nullopt;
-  auto y = qdq_scalar_params(g, q);
-  if (!y) return std::nullopt;
-  ir::Node* producer = index.producer(q.inputs[0]);
-  ir::Node* relu = nullptr;
-  if (is_op(producer, "Relu")) {
-    if (!y->relu_is_identity() || index.sole_consumer(producer->outputs[0]) != &q)
-      return std::nullopt;
-    relu = producer;
-    producer = index.producer(relu->inputs[0]);
-  }
-  ir::Node* conv = producer;
+  auto produced = quantized_producer(g, index, q);
+  if (!produced) return std::nullopt;
+  ir::Node* relu = produced->relu;
+  ir::Node* conv = produced->op;
   if (!is_op(conv, "Conv") || conv->inputs.size() < 2 || conv->outputs.size() != 1 ||
       index.sole_consumer(conv->outputs[0]) != (relu ? relu : &q))
     return std::nullopt;
@@ -83,17 +75,9 @@ class FuseQdqConv : public Pass {
       std::vector<std::string> inputs = {
           m.dq_x->inputs[0], param(m.dq_x, 1), param(m.dq_x, 2), m.dq_w->inputs[0],
           param(m.dq_w, 1),  param(m.dq_w, 2), param(m.q, 1),    param(m.q, 2), bias};
-      while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
-      ir::Node* fused =
-          add_node(graph, "QLinearConv", std::move(inputs), {m.q->outputs[0]}, m.conv->name);
-      fused->attributes = m.conv->attributes;
-      graph.values.erase(m.conv->outputs[0]);
-      std::set<const ir::Node*> dead = {m.conv, m.q};
-      if (m.relu) {
-        graph.values.erase(m.relu->outputs[0]);
-        dead.insert(m.relu);
-      }
-      remove_nodes(graph, dead);
+      auto attributes = m.conv->attributes;
+      replace_with_quantized_op(graph, "QLinearConv", false, std::move(inputs), m.conv, m.relu, m.q)
+          ->attributes = std::move(attributes);
     };
     int n = rewrite_each_match(g, match, rewrite);
     count_rewrite(n);

@@ -94,15 +94,10 @@ class FuseQdqMatMul : public Pass {
                                          bias,
                                          input_or_empty(*m.q, 1),
                                          input_or_empty(*m.q, 2)};
-      while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
-      import_peregrine_domain(graph);
-      ir::Node* fused =
-          add_node(graph, "QGemm", std::move(inputs), {m.q->outputs[0]}, m.product->name);
-      fused->domain = kPeregrineDomain;
-      fused->opset = 1;
-      if (m.trans_b) fused->attributes["transB"] = int_attr("transB", 1);
-      graph.values.erase(m.product->outputs[0]);
-      remove_nodes(graph, {m.product, m.q});
+      const bool trans_b = m.trans_b != 0;
+      ir::Node* fused = replace_with_quantized_op(graph, "QGemm", true, std::move(inputs),
+                                                  m.product, nullptr, m.q);
+      if (trans_b) fused->attributes["transB"] = int_attr("transB", 1);
     };
     int n = rewrite_each_match(g, match, rewrite);
     count_rewrite(n);

@@ -1,11 +1,14 @@
-// What the QDQ fusions (fuse_qdq_conv, fuse_qdq_add) share: reading a QuantizeLinear /
-// DequantizeLinear node's per-tensor parameters.
+// What the QDQ fusions (fuse_qdq_*) share: reading Q / DQ parameters, int8 weight scales and
+// int32 biases, and putting the fused node in place of the float op and its QuantizeLinear.
 #pragma once
 
 #include <cmath>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "ops/op_schema.h"
 #include "passes/pass_util.h"
 
 namespace peregrine::passes {
@@ -59,6 +62,48 @@ inline const Tensor* qdq_int8_weight_scale(const ir::Graph& g, const ir::Node& d
       if (zero->data<int8_t>()[i] != 0) return nullptr;
   }
   return scale;
+}
+
+// What a QuantizeLinear `q` quantizes: the op producing its input, through a Relu that the
+// quantization makes redundant (y's zero point the type's minimum, the Relu read only by q).
+// nullopt when q's parameters are not per-tensor constants or a Relu is not redundant.
+struct QuantizedProducer {
+  ir::Node* op;    // may be nullptr (a graph input)
+  ir::Node* relu;  // nullptr: none
+};
+inline std::optional<QuantizedProducer> quantized_producer(const ir::Graph& g,
+                                                           const GraphIndex& index, ir::Node& q) {
+  if (!is_op(&q, "QuantizeLinear") || q.outputs.size() != 1) return std::nullopt;
+  auto y = qdq_scalar_params(g, q);
+  if (!y) return std::nullopt;
+  ir::Node* producer = index.producer(q.inputs[0]);
+  if (!is_op(producer, "Relu")) return QuantizedProducer{producer, nullptr};
+  if (!y->relu_is_identity() || index.sole_consumer(producer->outputs[0]) != &q)
+    return std::nullopt;
+  return QuantizedProducer{index.producer(producer->inputs[0]), producer};
+}
+
+// Replaces the float op `op` (with `activation` after it, or nullptr) and the QuantizeLinear `q`
+// reading it by one node `op_type` writing q's output, in the peregrine domain when asked;
+// trailing omitted inputs are dropped, and the replaced nodes' own values are erased.
+inline ir::Node* replace_with_quantized_op(ir::Graph& graph, const std::string& op_type,
+                                           bool peregrine_domain, std::vector<std::string> inputs,
+                                           ir::Node* op, ir::Node* activation, ir::Node* q) {
+  while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+  if (peregrine_domain) import_peregrine_domain(graph);
+  ir::Node* fused = add_node(graph, op_type, std::move(inputs), {q->outputs[0]}, op->name);
+  if (peregrine_domain) {
+    fused->domain = kPeregrineDomain;
+    fused->opset = 1;
+  }
+  std::set<const ir::Node*> dead = {op, q};
+  graph.values.erase(op->outputs[0]);
+  if (activation) {
+    graph.values.erase(activation->outputs[0]);
+    dead.insert(activation);
+  }
+  remove_nodes(graph, dead);
+  return fused;
 }
 
 // Input i of n, or "" past its end (an omitted optional input).
