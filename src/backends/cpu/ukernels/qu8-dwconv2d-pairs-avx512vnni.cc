@@ -147,6 +147,35 @@ void qu8_pair_rows__avx512vnni(const uint8_t* src, size_t h, size_t w, int32_t z
   // covers them (at stride 2 down, the even rows only).
   const size_t step = std::gcd(g.sh, 2 * dh);
   const size_t last = std::min(ph - 1, (g.oh - 1) * g.sh + ((g.kh + 1) / 2 - 1) * 2 * dh);
+  if (sw == 1 && dh == 1 && step == 1) {
+    // Every row, each the high half of one pair row and the low half of the next: down the
+    // rows a 16-column strip at a time, each image row widened once and carried.
+    const __m512i vzero = _mm512_set1_epi32(zero);
+    constexpr __mmask32 kHighHalves = 0xAAAAAAAAu;
+    auto widen = [&](size_t r, size_t x, __mmask16 m) {
+      const uint8_t* row = image_row(r);
+      if (!row) return _mm512_setzero_si512();
+      return _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, row + x)), vzero);
+    };
+    for (size_t r = 0; r <= last; ++r) {
+      int32_t* dst = pairs + r * pwp;
+      for (size_t k = 0; k < begin[0]; ++k) dst[k] = 0;
+      for (size_t k = begin[0] + w; k < pwp; ++k) dst[k] = 0;
+    }
+    for (size_t x = 0; x < w; x += 16) {
+      const __mmask16 m = w - x >= 16 ? static_cast<__mmask16>(0xFFFF)
+                                      : static_cast<__mmask16>((1u << (w - x)) - 1u);
+      __m512i upper = widen(0, x, m);
+      int32_t* dst = pairs + begin[0] + x;
+      for (size_t r = 0; r <= last; ++r, dst += pwp) {
+        const __m512i lower = widen(r + 1, x, m);
+        _mm512_mask_storeu_epi32(
+            dst, m, _mm512_mask_blend_epi16(kHighHalves, upper, _mm512_slli_epi32(lower, 16)));
+        upper = lower;
+      }
+    }
+    return;
+  }
   for (size_t r = 0; r <= last; r += step) {
     const uint8_t* low = image_row(r);
     const uint8_t* high = image_row(r + dh);
