@@ -32,7 +32,9 @@ void rows(const int32_t* pairs, const int32_t* wpairs, const Qu8DwconvGeometry& 
   __m512i w[kMaxPairs];
   size_t offset[7];  // per tap column: its phase's start plus its index in the phase
   for (size_t t = 0; t < kh2 * kw; ++t) w[t] = _mm512_set1_epi32(wpairs[t]);
-  for (size_t j = 0; j < kw; ++j) offset[j] = (j * g.dw) % g.sw * pwp + (j * g.dw) / g.sw;
+  // sw is 1 or 2 (qu8_dwconv2d_pairs_supported): shifts and masks, no divisions per channel.
+  const size_t shift = g.sw - 1;
+  for (size_t j = 0; j < kw; ++j) offset[j] = ((j * g.dw) & shift) * pwp + ((j * g.dw) >> shift);
   const __m512i vbias = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(out.zero_point);
   const __m512i lo = _mm512_set1_epi32(out.lo), hi = _mm512_set1_epi32(out.hi);
   const __m512 vscale = _mm512_set1_ps(scale);
@@ -136,16 +138,18 @@ void qu8_pair_rows__avx512vnni(const uint8_t* src, size_t h, size_t w, int32_t z
   // Padded column c = pl + x goes to phase c % sw at index c / sw; the rest is zero. Per phase:
   // where its image columns start and how many it gets (the same on every row). At stride 2 the
   // even x go to phase pl % 2.
+  // sw is 1 or 2: shifts and masks (this runs once per channel).
+  const size_t shift = sw - 1;
   size_t begin[2], count[2];
   for (size_t p = 0; p < sw; ++p) {
-    const size_t x0 = (p + sw - pl % sw) % sw;  // the phase's first x
-    begin[p] = (pl + x0) / sw;
-    count[p] = x0 < w ? (w - x0 + sw - 1) / sw : 0;
+    const size_t x0 = (p + sw - (pl & shift)) & shift;  // the phase's first x
+    begin[p] = (pl + x0) >> shift;
+    count[p] = x0 < w ? (w - x0 + shift) >> shift : 0;
   }
-  const size_t even_phase = pl % sw;
+  const size_t even_phase = pl & shift;
   // The kernel reads pair rows oy * sh + 2 i dh: every multiple of gcd(sh, 2 dh) up to the last
   // covers them (at stride 2 down, the even rows only).
-  const size_t step = std::gcd(g.sh, 2 * dh);
+  const size_t step = g.sh <= 2 ? g.sh : std::gcd(g.sh, 2 * dh);
   const size_t last = std::min(ph - 1, (g.oh - 1) * g.sh + ((g.kh + 1) / 2 - 1) * 2 * dh);
   if (sw == 1 && dh == 1 && step == 1) {
     // Every row, each the high half of one pair row and the low half of the next: down the
