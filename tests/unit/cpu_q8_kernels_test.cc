@@ -101,9 +101,21 @@ TEST(CpuQu8Gemm, MatchesNaiveLoopExactly) {
 // The reference formulas: QuantizeLinear rounds x / scale half to even (NaN -> zero point),
 // adds the zero point and saturates; DequantizeLinear is (x - zp) * scale in float32.
 TEST(CpuQ8Maps, MatchReferenceFormulas) {
-  std::vector<float> x = {0.0f, 2.5f, 3.5f, -2.5f, 1e10f, -1e10f,
+  std::vector<float> x = {0.0f,
+                          2.5f,
+                          3.5f,
+                          -2.5f,
+                          1e10f,
+                          -1e10f,
                           std::numeric_limits<float>::quiet_NaN(),
-                          std::numeric_limits<float>::infinity(), -0.49f, 127.4f};
+                          std::numeric_limits<float>::infinity(),
+                          -0.49f,
+                          127.4f,
+                          0.25f,
+                          -0.25f,
+                          0.2499f,
+                          0.5f,
+                          -0.5f};
   for (float v : cpu::testing::random_floats(37, 4, -300.0f, 300.0f)) x.push_back(v);
   using QFn = cpu::Q8QuantizeFn;
   using DFn = cpu::Q8DequantizeFn;
@@ -132,6 +144,17 @@ TEST(CpuQ8Maps, MatchReferenceFormulas) {
           EXPECT_EQ(d[i], (v - static_cast<float>(zp)) * 0.25f);
         }
       }
+  // A huge scale (calibrated on -FLT_MAX masks): quotients of ordinary values are denormal and
+  // must still round as float32 division says.
+  const float big = 1e36f;
+  std::vector<float> y = {1e-3f,    -7.0f,    0.2e36f, 0.25e36f, 0.5e36f,
+                          0.51e36f, -1.5e36f, 3e38f,   -3.4e38f, 1e-39f};
+  for (auto [quantize, dequantize] : levels) {
+    std::vector<uint8_t> q(y.size());
+    quantize(y.data(), y.size(), big, 100, false, q.data());
+    for (size_t i = 0; i < y.size(); ++i)
+      EXPECT_EQ(q[i], std::clamp(std::nearbyint(y[i] / big) + 100.0f, 0.0f, 255.0f)) << y[i];
+  }
 }
 
 template <class T>

@@ -11,8 +11,9 @@ void q8_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool
                          uint8_t* y) {
   const float lo = is_signed ? -128.0f : 0.0f, hi = is_signed ? 127.0f : 255.0f;
   const float zero = static_cast<float>(zp);
+  const float tiny = 0.25f * scale;  // below it: the zero point, without a denormal quotient
   for (size_t i = 0; i < n; ++i) {
-    const float v = x[i] / scale;
+    const float v = std::fabs(x[i]) < tiny ? 0.0f : x[i] / scale;
     // Rounded, then shifted by the (integer) zero point and clamped: exact in float.
     const float q = std::isnan(v) ? std::clamp(zero, lo, hi)
                                   : std::clamp(std::nearbyint(v) + zero, lo, hi);
