@@ -61,10 +61,15 @@ const std::vector<std::string> kFusion = {
 };
 
 // -O2: QDQ patterns become integer ops first, while DequantizeLinear of the weights still
-// shows them (cleanup's constant folding turns those into float32 weights).
-const std::vector<std::string> kQuantized = {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_add",
+// shows them (cleanup's constant folding turns those into float32 weights); then the weights'
+// DequantizeLinear nodes the fusions left without readers go, before folding would evaluate
+// them.
+const std::vector<std::string> kQuantized = {"fuse_qdq_conv",
+                                             "fuse_qdq_matmul",
+                                             "fuse_qdq_add",
                                              "fuse_qdq_lookup_table",
-                                             "move_dequantize_after_gather"};
+                                             "move_dequantize_after_gather",
+                                             "dead_code_elimination"};
 // -O3: activation layout for the CPU conv kernels, after fusion has settled the convs.
 const std::vector<std::string> kLayout = {"layout_nhwc"};
 
