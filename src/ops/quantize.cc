@@ -2,7 +2,8 @@
 // DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and
 // peregrine.QLinearAdd, peregrine.QGemm and peregrine.TableLookup (what passes/fuse_qdq_add.cc,
 // fuse_qdq_matmul.cc and fuse_qdq_lookup_table.cc make of a quantized Add, MatMul or Gemm and
-// of a quantized elementwise function).
+// of a quantized elementwise function) and peregrine.QuantizeDequantize
+// (fuse_quantize_dequantize.cc).
 #include <string>
 
 #include "ops/infer_helpers.h"
@@ -246,6 +247,21 @@ Status infer_table_lookup(InferContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.QuantizeDequantize(X, scale, zero_point): DequantizeLinear(QuantizeLinear(X)) with
+// one-element parameters, X float32: X rounded to its quantization grid, as float32.
+Status infer_quantize_dequantize(InferContext& ctx) {
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 0));
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));
+  if (ctx.input_type(0).dtype != DType::kFloat32) return ctx.error("input 'X' must be float32");
+  if (ctx.has_input(2) && !eight_bit(ctx.input_type(2).dtype))
+    return ctx.error("'zero_point' must be int8 or uint8");
+  for (size_t i : {1, 2})
+    if (ctx.has_input(i) && ctx.input_type(i).has_shape && ctx.input_type(i).rank() > 1)
+      return ctx.error("scale and zero point must be scalars");
+  set_like_input0(ctx, 0, DType::kFloat32);
+  return Status::ok();
+}
+
 CostFn matmul_like_cost(size_t a_index) {
   return [a_index](const ir::Node&, const std::vector<ir::ValueType>& inputs,
                    const std::vector<ir::ValueType>& outputs) {
@@ -292,6 +308,8 @@ void register_quantize_schemas(SchemaRegistry& r) {
   r.add({kPeregrineDomain, "QLinearAdd", 1, infer_qlinear_add, elementwise_cost(6)});
   r.add({kPeregrineDomain, "QGemm", 1, infer_qgemm, matmul_like_cost(0)});
   r.add({kPeregrineDomain, "TableLookup", 1, infer_table_lookup, elementwise_cost(0)});
+  r.add(
+      {kPeregrineDomain, "QuantizeDequantize", 1, infer_quantize_dequantize, elementwise_cost(3)});
 }
 
 }  // namespace peregrine

@@ -375,6 +375,61 @@ TEST(CpuQu8Dwconv, KernelsAgreeExactly) {
   }
 }
 
+// QuantizeDequantize: the fused map at each level equals dequantize(quantize(x)) exactly, at an
+// ordinary and a huge scale, both types; and the node through the CPU backend equals the
+// reference kernel (QuantizeLinear then DequantizeLinear).
+TEST(CpuQuantizeDequantize, EqualsTheTwoMaps) {
+  std::vector<float> x = {0.0f,
+                          0.01f,
+                          -0.01f,
+                          0.0125f,
+                          0.025f,
+                          -0.0375f,
+                          1e10f,
+                          -1e10f,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          -std::numeric_limits<float>::infinity(),
+                          3e38f,
+                          1e-39f};
+  for (float v : cpu::testing::random_floats(61, 9, -3.0f, 3.0f)) x.push_back(v);
+  struct Level {
+    cpu::Q8FakeQuantizeFn fake;
+    cpu::Q8QuantizeFn quantize;
+    cpu::Q8DequantizeFn dequantize;
+  };
+  std::vector<Level> levels = {
+      {cpu::q8_fake_quantize__scalar, cpu::q8_quantize__scalar, cpu::q8_dequantize__scalar}};
+  if (cpu::isa_supported(cpu::Isa::kAvx512))
+    levels.push_back({cpu::avx512::q8_fake_quantize__avx512, cpu::avx512::q8_quantize__avx512,
+                      cpu::avx512::q8_dequantize__avx512});
+  for (const Level& level : levels)
+    for (float scale : {0.025f, 1e36f})
+      for (bool is_signed : {false, true}) {
+        const int32_t zp = is_signed ? -5 : 131;
+        std::vector<uint8_t> q(x.size());
+        std::vector<float> want(x.size()), got(x.size() + 1, -9.0f);
+        level.quantize(x.data(), x.size(), scale, zp, is_signed, q.data());
+        level.dequantize(q.data(), x.size(), scale, zp, is_signed, want.data());
+        level.fake(x.data(), x.size(), scale, zp, is_signed, got.data());
+        for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], want[i]) << "x=" << x[i];
+        ASSERT_EQ(got.back(), -9.0f);
+      }
+  for (bool is_signed : {false, true}) {
+    OneNodeGraph g("QuantizeDequantize",
+                   {{"X", cpu::testing::random_tensor({3, 7, 101}, 10, -4.0f, 4.0f)},
+                    {"S", Tensor::scalar<float>(0.03f)},
+                    {"Z", is_signed ? Tensor::scalar<int8_t>(9) : Tensor::scalar<uint8_t>(117)}},
+                   {false, true, true}, {}, "peregrine");
+    const Tensor want = g.run(reference_backend(), 1, nullptr);
+    for (int threads : {1, 2}) {
+      std::string kernel;
+      const Tensor got = g.run(cpu_backend(), threads, &kernel);
+      EXPECT_EQ(kernel.rfind("cpu/quantize-dequantize-", 0), 0u) << kernel;
+      cpu::testing::expect_close(got, want, 0.0f);
+    }
+  }
+}
+
 // The byte lookup at each level the CPU runs (odd lengths, both loops' tails), and
 // peregrine.TableLookup through the CPU backend, against a plain loop / the reference kernel.
 TEST(CpuTableLookup, MatchesPlainLoop) {

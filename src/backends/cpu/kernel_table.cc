@@ -73,6 +73,9 @@ Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& 
 Expected<std::unique_ptr<PreparedKernel>> qlinear_add(const CpuPrepareArgs& a) {
   return prepare_qlinear_add(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> quantize_dequantize(const CpuPrepareArgs& a) {
+  return prepare_quantize_dequantize(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> table_lookup(const CpuPrepareArgs& a) {
   return prepare_table_lookup(a.node);
 }
@@ -193,6 +196,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "DequantizeLinear", 10, kMax, R::kAny,  claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
   {kPg, "QLinearAdd",    1, 1,    R::kQuantized, nullptr, qlinear_add, "kernels/quantize_linear.cc"},
   {kPg, "TableLookup",   1, 1,    R::kQuantized, nullptr, table_lookup, "kernels/quantize_linear.cc"},
+  {kPg, "QuantizeDequantize", 1, 1, R::kQuantized, nullptr, quantize_dequantize, "kernels/quantize_linear.cc"},
   // Data movement, any dtype (kernels/concat_split.cc, transpose*.cc, resize_nearest.cc,
   // data_movement.cc on the copy engine of index_map_copy.h).
   {"",  "Transpose",     1, kMax, R::kFloat32, is_nchw_nhwc_transpose, transpose_nchw_nhwc, "kernels/transpose_nchw_nhwc.cc"},

@@ -3,11 +3,13 @@
 // Arithmetic follows onnx's reference (numpy) precision so results match bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "backends/reference/cast_float8.h"
+#include "backends/reference/evaluate.h"
 #include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
 #include "ops/infer_helpers.h"
@@ -526,9 +528,23 @@ Status table_lookup(KernelContext& ctx) {
   return Status::ok();
 }
 
+// peregrine.QuantizeDequantize: the two ONNX ops, one after the other.
+Status quantize_dequantize(KernelContext& ctx) {
+  const Tensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  PG_ASSIGN_OR_RETURN(Tensor q, evaluate_tensor(make_eval_node("QuantizeLinear"),
+                                                {&ctx.input(0), &ctx.input(1), zero}));
+  PG_ASSIGN_OR_RETURN(
+      Tensor d, evaluate_tensor(make_eval_node("DequantizeLinear"), {&q, &ctx.input(1), zero}));
+  Tensor& y = ctx.output(0);
+  if (y.numel() != d.numel()) return ctx.error("output shape differs from the input's");
+  std::memcpy(y.raw(), d.raw(), static_cast<size_t>(d.numel()) * sizeof(float));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_quantize_kernels(KernelRegistry& r) {
+  r.add(kPeregrineDomain, "QuantizeDequantize", quantize_dequantize);
   r.add(kPeregrineDomain, "TableLookup", table_lookup);
   r.add(kPeregrineDomain, "QGemm", qgemm);
   r.add(kPeregrineDomain, "QLinearAdd", qlinear_add);

@@ -3,7 +3,8 @@
 // ukernels/q8_ukernels.h: the Q / DQ nodes a QDQ model keeps where no int8 kernel took them
 // (the model's input, around float-only ops). Blocked quantization and other types run the
 // reference kernel. Also peregrine.QLinearAdd (same-shape 8-bit operands, scalar parameters) and
-// peregrine.TableLookup (a byte table, whatever function fuse_qdq_lookup_table put in it).
+// peregrine.TableLookup (a byte table, whatever function fuse_qdq_lookup_table put in it) and
+// peregrine.QuantizeDequantize (a Q / DQ pair in one pass over float32).
 #include <algorithm>
 #include <string>
 
@@ -141,6 +142,44 @@ class QLinearAddKernel : public PreparedKernel {
   bool avx512_;
 };
 
+// peregrine.QuantizeDequantize: float32 in and out, one scale and zero point.
+class QuantizeDequantizeKernel : public PreparedKernel {
+ public:
+  QuantizeDequantizeKernel()
+      : avx512_(selected_isa().is_ok() && selected_isa().value() >= Isa::kAvx512) {}
+  std::string name() const override {
+    return std::string("cpu/quantize-dequantize-") + (avx512_ ? "avx512" : "scalar");
+  }
+
+  Status run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const Tensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (x.dtype() != DType::kFloat32 || scale.dtype() != DType::kFloat32 || scale.numel() != 1 ||
+        (zero && (!is_8bit(zero->dtype()) || zero->numel() != 1)))
+      return run_reference(ctx);
+    const float s = scale.data<float>()[0];
+    const int32_t zp = zero ? static_cast<int32_t>(zero->get_as_double(0)) : 0;
+    const bool is_signed = zero && zero->dtype() == DType::kInt8;
+    Tensor& y = ctx.allocate_output(0, DType::kFloat32, x.shape());
+    const int64_t n = x.numel();
+    const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    const Q8FakeQuantizeFn fn =
+        avx512_ ? avx512::q8_fake_quantize__avx512 : q8_fake_quantize__scalar;
+    auto task = [&](int64_t t, int) {
+      const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
+      if (len > 0) fn(px + i0, static_cast<size_t>(len), s, zp, is_signed, py + i0);
+    };
+    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    return Status::ok();
+  }
+
+ private:
+  bool avx512_;
+};
+
 class TableLookupKernel : public PreparedKernel {
  public:
   TableLookupKernel()
@@ -175,6 +214,10 @@ class TableLookupKernel : public PreparedKernel {
 };
 
 }  // namespace
+
+Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_dequantize(const ir::Node&) {
+  return std::unique_ptr<PreparedKernel>(new QuantizeDequantizeKernel());
+}
 
 Expected<std::unique_ptr<PreparedKernel>> prepare_table_lookup(const ir::Node&) {
   return std::unique_ptr<PreparedKernel>(new TableLookupKernel());

@@ -60,6 +60,8 @@ bool claims_quantize_linear(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_linear(const ir::Node& node);
 // peregrine.QLinearAdd (kernels/quantize_linear.cc).
 Expected<std::unique_ptr<PreparedKernel>> prepare_qlinear_add(const ir::Node& node);
+// peregrine.QuantizeDequantize, float32 to float32 (kernels/quantize_linear.cc).
+Expected<std::unique_ptr<PreparedKernel>> prepare_quantize_dequantize(const ir::Node& node);
 // peregrine.TableLookup, 8-bit to 8-bit through a 256-byte table (kernels/quantize_linear.cc).
 Expected<std::unique_ptr<PreparedKernel>> prepare_table_lookup(const ir::Node& node);
 

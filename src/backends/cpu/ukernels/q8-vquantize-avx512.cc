@@ -47,6 +47,24 @@ void q8_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool
   }
 }
 
+void q8_fake_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                              float* y) {
+  const __m512 vlo = _mm512_set1_ps(static_cast<float>((is_signed ? -128 : 0) - zp));
+  const __m512 vhi = _mm512_set1_ps(static_cast<float>((is_signed ? 127 : 255) - zp));
+  const __m512 vscale = _mm512_set1_ps(scale), tiny = _mm512_set1_ps(0.25f * scale);
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(_mm512_abs_ps(v), tiny, _CMP_LT_OQ),
+                           _mm512_setzero_ps());
+    v = _mm512_div_ps(v, vscale);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
+    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, vscale));
+  }
+}
+
 void q8_dequantize__avx512(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
                            float* y) {
   const __m512 vscale = _mm512_set1_ps(scale);

@@ -21,6 +21,19 @@ void q8_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool
   }
 }
 
+void q8_fake_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                              float* y) {
+  // q - zp = clamp(round(x / scale), lo - zp, hi - zp): the bounds are integers, so clamping
+  // before rounding is the same; then DequantizeLinear's float32 product.
+  const float lo = (is_signed ? -128.0f : 0.0f) - static_cast<float>(zp);
+  const float hi = (is_signed ? 127.0f : 255.0f) - static_cast<float>(zp);
+  const float tiny = 0.25f * scale;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = std::fabs(x[i]) < tiny ? 0.0f : x[i] / scale;
+    y[i] = (std::isnan(v) ? 0.0f : std::nearbyint(std::clamp(v, lo, hi))) * scale;
+  }
+}
+
 void q8_dequantize__scalar(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
                            float* y) {
   const float zero = static_cast<float>(zp);

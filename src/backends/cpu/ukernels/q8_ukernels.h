@@ -110,6 +110,16 @@ using Q8QuantizeFn = void (*)(const float* x, size_t n, float scale, int32_t zp,
                               uint8_t* y);
 using Q8DequantizeFn = void (*)(const uint8_t* x, size_t n, float scale, int32_t zp,
                                 bool is_signed, float* y);
+// y = DequantizeLinear(QuantizeLinear(x)) with one scale and zero point, without the 8-bit
+// values in between: x rounded to the grid (the same float32 results as the two maps).
+using Q8FakeQuantizeFn = void (*)(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                                  float* y);
+void q8_fake_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                              float* y);
+namespace avx512 {
+void q8_fake_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
+                              float* y);
+}  // namespace avx512
 void q8_quantize__scalar(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
                          uint8_t* y);
 void q8_dequantize__scalar(const uint8_t* x, size_t n, float scale, int32_t zp, bool is_signed,
