@@ -37,6 +37,13 @@ inline std::optional<QdqScalarParams> qdq_scalar_params(const ir::Graph& g, cons
     p.type = z->dtype();
   }
   if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) return std::nullopt;
+  // QuantizeLinear-21's output_dtype: only where it agrees with the zero point's type (else the
+  // output type is not the one read above).
+  if (const ir::Attribute* t = n.attribute("output_dtype"); t && t->i != 0) {
+    const bool zero_given = n.inputs.size() > 2 && !n.inputs[2].empty();
+    const int64_t want = p.type == DType::kInt8 ? 3 : 2;  // TensorProto INT8 / UINT8
+    if (!zero_given || t->i != want) return std::nullopt;
+  }
   return p;
 }
 

@@ -12,18 +12,22 @@ struct Options {
   bool other_scale = false;      // the DequantizeLinear's scale differs
   bool q_has_other_reader = false;
   bool signed_zero = false;
+  bool int8_by_attribute = false;  // no zero point, output_dtype = INT8 (opset 21)
 };
 
 // x -> Q -> DQ -> Softmax -> y (a float op with no integer form after the pair).
 ir::Graph fake_quant(const Options& o) {
-  GraphBuilder b(18);
+  GraphBuilder b(21);
   std::string x = b.input("x", {2, 3, 17});
   b.scalar("s", 0.02f);
   b.scalar("s2", 0.04f);
   b.constant("z", o.signed_zero ? Tensor::scalar<int8_t>(-4) : Tensor::scalar<uint8_t>(128));
-  std::string q = b.op("QuantizeLinear", {x, "s", "z"});
+  ir::Node& qn = b.node("QuantizeLinear", {x, "s", o.int8_by_attribute ? "" : "z"});
+  if (o.int8_by_attribute) qn.attributes["output_dtype"] = int_attr("output_dtype", 3);
+  std::string q = qn.outputs[0];
   if (o.q_has_other_reader) b.output(q);
-  std::string d = b.op("DequantizeLinear", {q, o.other_scale ? "s2" : "s", "z"});
+  std::string d =
+      b.op("DequantizeLinear", {q, o.other_scale ? "s2" : "s", o.int8_by_attribute ? "" : "z"});
   b.output(b.op("Softmax", {d}));
   return b.build();
 }
@@ -50,6 +54,10 @@ TEST(FuseQuantizeDequantize, PairBecomesOneNode) {
 TEST(FuseQuantizeDequantize, LeavesWhatItMustNot) {
   EXPECT_EQ(count_op(fused({.other_scale = true}), "QuantizeDequantize"), 0);
   EXPECT_EQ(count_op(fused({.q_has_other_reader = true}), "QuantizeDequantize"), 0);
+  // The type comes from output_dtype, not a zero point: the fused op could not know it.
+  const Options by_attribute{.int8_by_attribute = true};
+  EXPECT_EQ(count_op(fused(by_attribute), "QuantizeDequantize"), 0);
+  expect_close(run_graph(fake_quant(by_attribute)), run_graph(fused(by_attribute)), 0.0);
 }
 
 }  // namespace

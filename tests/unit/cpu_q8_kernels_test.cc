@@ -244,6 +244,9 @@ TEST(CpuQLinearConv, MatchesReference) {
   check_qlinear_conv({1, 3, 17, 19, 3, 5, 5, 3, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, false, true});
   check_qlinear_conv({1, 3, 15, 20, 3, 3, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, true, true, false});
   check_qlinear_conv({1, 2, 14, 23, 2, 3, 3, 2, {3, 3}, {1, 1, 1, 1}, {1, 1}, true, true, false});
+  // An empty batch (an empty output), and an empty image whose outputs see only padding.
+  check_qlinear_conv({0, 4, 6, 5, 4, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, false});
+  check_qlinear_conv({1, 4, 0, 5, 4, 3, 3, 4, {1, 1}, {2, 1, 2, 1}, {1, 1}, true, true, false});
 }
 
 struct QGemmCase {
@@ -380,6 +383,8 @@ TEST(CpuQu8Dwconv, KernelsAgreeExactly) {
 // reference kernel (QuantizeLinear then DequantizeLinear).
 TEST(CpuQuantizeDequantize, EqualsTheTwoMaps) {
   std::vector<float> x = {0.0f,
+                          -0.0f,
+                          -0.003f,
                           0.01f,
                           -0.01f,
                           0.0125f,
@@ -411,7 +416,10 @@ TEST(CpuQuantizeDequantize, EqualsTheTwoMaps) {
         level.quantize(x.data(), x.size(), scale, zp, is_signed, q.data());
         level.dequantize(q.data(), x.size(), scale, zp, is_signed, want.data());
         level.fake(x.data(), x.size(), scale, zp, is_signed, got.data());
-        for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], want[i]) << "x=" << x[i];
+        for (size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << "x=" << x[i];
+          ASSERT_EQ(std::signbit(got[i]), std::signbit(want[i])) << "x=" << x[i];  // no -0.0
+        }
         ASSERT_EQ(got.back(), -9.0f);
       }
   for (bool is_signed : {false, true}) {

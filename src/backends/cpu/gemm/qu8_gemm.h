@@ -31,6 +31,10 @@ const Qu8GemmKernelInfo& qu8_gemm_kernel();
 // Every kernel this CPU can run, portable first (for tests at each level).
 std::vector<const Qu8GemmKernelInfo*> qu8_gemm_kernels_runnable();
 
+// The deepest K whose int32 sums stay exact (|acc| < K * 255 * 128 < 2^31): deeper products run
+// the reference kernel.
+inline constexpr int64_t kQu8MaxDepth = 65793;
+
 // An int8 weight matrix A(m, k) in the kernel's panel layout, with each row's sum (for the
 // activation zero point's correction, folded into the bias by the caller).
 class Qu8PackedA {

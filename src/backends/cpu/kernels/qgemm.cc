@@ -97,6 +97,7 @@ Expected<std::unique_ptr<PreparedKernel>> QGemmKernel::make(const ir::Node& node
   if (!constant_params || b->dtype() != DType::kInt8 || b->rank() != 2)
     return std::unique_ptr<PreparedKernel>(std::move(kernel));
   const int64_t k = trans_b ? b->dim(1) : b->dim(0), n = trans_b ? b->dim(0) : b->dim(1);
+  if (k == 0 || k > kQu8MaxDepth) return std::unique_ptr<PreparedKernel>(std::move(kernel));
   if (a_scale->dtype() != DType::kFloat32 || a_scale->numel() != 1 ||
       y_scale->dtype() != DType::kFloat32 || y_scale->numel() != 1 ||
       b_scale->dtype() != DType::kFloat32 || (b_scale->numel() != 1 && b_scale->numel() != n) ||

@@ -167,6 +167,7 @@ class QLinearConvKernel : public PreparedKernel {
                                 static_cast<size_t>(g.output[2]), static_cast<size_t>(g.output[3]),
                                 static_cast<size_t>(pw)};
     const int64_t out_plane = g.output[2] * g.output[3];
+    if (out_plane == 0 || batch * channels_ == 0) return Status::ok();  // an empty output
     // The pair-plane kernel where the CPU has it and the geometry fits; else dwconv_.
     const bool pairs = !dw_wpairs_.empty() && avx512vnni::qu8_dwconv2d_pairs_supported(geo);
     const size_t pwp = (static_cast<size_t>(pw) + geo.sw - 1) / geo.sw;
@@ -261,6 +262,7 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
     return std::unique_ptr<PreparedKernel>(std::move(kernel));
   const int64_t m = w->dim(0), mg = m / group;
   const int64_t k = w->dim(1) * w->dim(2) * w->dim(3);
+  if (k > kQu8MaxDepth) return std::unique_ptr<PreparedKernel>(std::move(kernel));
   kernel->w_shape_ = w->shape();
   kernel->out_channels_ = m;
   kernel->channels_ = w->dim(1) * group;

@@ -61,6 +61,7 @@ void q8_fake_quantize__avx512(const float* x, size_t n, float scale, int32_t zp,
     v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
     v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
     v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_add_ps(v, _mm512_setzero_ps());  // -0.0 from rounding becomes +0.0, as (q - zp)
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, vscale));
   }
 }

@@ -30,7 +30,8 @@ void q8_fake_quantize__scalar(const float* x, size_t n, float scale, int32_t zp,
   const float tiny = 0.25f * scale;
   for (size_t i = 0; i < n; ++i) {
     const float v = std::fabs(x[i]) < tiny ? 0.0f : x[i] / scale;
-    y[i] = (std::isnan(v) ? 0.0f : std::nearbyint(std::clamp(v, lo, hi))) * scale;
+    // + 0.0f: a negative value rounded to zero is -0.0, where (q - zp) * scale gives +0.0.
+    y[i] = ((std::isnan(v) ? 0.0f : std::nearbyint(std::clamp(v, lo, hi))) + 0.0f) * scale;
   }
 }
 
