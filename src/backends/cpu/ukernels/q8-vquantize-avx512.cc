@@ -17,52 +17,51 @@ inline __mmask16 tail_mask(size_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// x / scale clamped to [lo - zp, hi - zp] (the integer bounds less the zero point: the same
+// result as clamping after rounding, and no float beyond int32 reaches a conversion), NaN as 0.
+// |x| < scale / 4 quantizes to the zero point: such x are zeroed before the division, whose
+// quotient could otherwise be denormal (a large scale, e.g. calibrated on -FLT_MAX attention
+// masks), a microcode assist per element on some CPUs. The result is the same.
+struct QuotientMap {
+  __m512 lo, hi, scale, tiny;
+  QuotientMap(float scale_value, int32_t zp, bool is_signed)
+      : lo(_mm512_set1_ps(static_cast<float>((is_signed ? -128 : 0) - zp))),
+        hi(_mm512_set1_ps(static_cast<float>((is_signed ? 127 : 255) - zp))),
+        scale(_mm512_set1_ps(scale_value)),
+        tiny(_mm512_set1_ps(0.25f * scale_value)) {}
+  __m512 operator()(const float* x, __mmask16 m) const {
+    __m512 v = _mm512_maskz_loadu_ps(m, x);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(_mm512_abs_ps(v), tiny, _CMP_LT_OQ),
+                           _mm512_setzero_ps());
+    v = _mm512_div_ps(v, scale);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
+    return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+  }
+};
+
 }  // namespace
 
 void q8_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
                          uint8_t* y) {
-  const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
-  // Clamped to the integer bounds less the zero point before rounding (the same result as
-  // clamping after, and no float beyond int32 reaches the conversion).
-  const __m512 vlo = _mm512_set1_ps(static_cast<float>(lo - zp));
-  const __m512 vhi = _mm512_set1_ps(static_cast<float>(hi - zp));
-  const __m512 vscale = _mm512_set1_ps(scale);
+  const QuotientMap quotient(scale, zp, is_signed);
   const __m512i vzp = _mm512_set1_epi32(zp);
-  // |x| < scale / 4 quantizes to the zero point: such x are zeroed before the division, whose
-  // quotient could otherwise be denormal (a large scale, e.g. calibrated on -FLT_MAX attention
-  // masks), a microcode assist per element on some CPUs. The result is the same.
-  const __m512 tiny = _mm512_set1_ps(0.25f * scale);
   for (size_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(_mm512_abs_ps(v), tiny, _CMP_LT_OQ),
-                           _mm512_setzero_ps());
-    v = _mm512_div_ps(v, vscale);
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    v = _mm512_mask_mov_ps(v, nan, _mm512_setzero_ps());
-    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
     // vcvtps2dq rounds by MXCSR: half to even unless a caller changed the mode.
-    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), vzp);
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(quotient(x + i, m)), vzp);
     _mm_mask_storeu_epi8(y + i, m, _mm512_cvtepi32_epi8(q));
   }
 }
 
 void q8_fake_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool is_signed,
                               float* y) {
-  const __m512 vlo = _mm512_set1_ps(static_cast<float>((is_signed ? -128 : 0) - zp));
-  const __m512 vhi = _mm512_set1_ps(static_cast<float>((is_signed ? 127 : 255) - zp));
-  const __m512 vscale = _mm512_set1_ps(scale), tiny = _mm512_set1_ps(0.25f * scale);
+  const QuotientMap quotient(scale, zp, is_signed);
   for (size_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(_mm512_abs_ps(v), tiny, _CMP_LT_OQ),
-                           _mm512_setzero_ps());
-    v = _mm512_div_ps(v, vscale);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
-    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
-    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 v =
+        _mm512_roundscale_ps(quotient(x + i, m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm512_add_ps(v, _mm512_setzero_ps());  // -0.0 from rounding becomes +0.0, as (q - zp)
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, vscale));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, quotient.scale));
   }
 }
 
