@@ -66,12 +66,7 @@ class FuseQdqConv : public Pass {
   Expected<bool> run(ir::Graph& g) override {
     auto rewrite = [](ir::Graph& graph, const Match& m) {
       auto param = [](const ir::Node* n, size_t i) { return input_or_empty(*n, i); };
-      std::string bias;
-      if (!m.bias.empty()) {
-        const int64_t count = static_cast<int64_t>(m.bias.size());
-        bias = add_initializer(graph, m.conv->name + "_bias_int32",
-                               Tensor::from_vector<int32_t>(m.bias, {count}));
-      }
+      const std::string bias = add_int32_bias(graph, m.conv->name, m.bias);
       std::vector<std::string> inputs = {
           m.dq_x->inputs[0], param(m.dq_x, 1), param(m.dq_x, 2), m.dq_w->inputs[0],
           param(m.dq_w, 1),  param(m.dq_w, 2), param(m.q, 1),    param(m.q, 2), bias};

@@ -79,12 +79,7 @@ class FuseQdqMatMul : public Pass {
   const char* name() const override { return "fuse_qdq_matmul"; }
   Expected<bool> run(ir::Graph& g) override {
     auto rewrite = [](ir::Graph& graph, const Match& m) {
-      std::string bias;
-      if (!m.bias.empty()) {
-        const int64_t count = static_cast<int64_t>(m.bias.size());
-        bias = add_initializer(graph, m.product->name + "_bias_int32",
-                               Tensor::from_vector<int32_t>(m.bias, {count}));
-      }
+      const std::string bias = add_int32_bias(graph, m.product->name, m.bias);
       std::vector<std::string> inputs = {m.dq_x->inputs[0],
                                          input_or_empty(*m.dq_x, 1),
                                          input_or_empty(*m.dq_x, 2),

@@ -90,6 +90,14 @@ inline std::optional<QuantizedProducer> quantized_producer(const ir::Graph& g,
   return QuantizedProducer{index.producer(producer->inputs[0]), producer};
 }
 
+// `bias` as an int32 initializer named after `base`, or "" (an omitted input) when empty.
+inline std::string add_int32_bias(ir::Graph& graph, const std::string& base,
+                                  const std::vector<int32_t>& bias) {
+  if (bias.empty()) return std::string();
+  return add_initializer(graph, base + "_bias_int32",
+                         Tensor::from_vector<int32_t>(bias, {static_cast<int64_t>(bias.size())}));
+}
+
 // Replaces the float op `op` (with `activation` after it, or nullptr) and the QuantizeLinear `q`
 // reading it by one node `op_type` writing q's output, in the peregrine domain when asked;
 // trailing omitted inputs are dropped, and the replaced nodes' own values are erased.

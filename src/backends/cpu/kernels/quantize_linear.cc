@@ -20,6 +20,17 @@ namespace {
 
 bool is_8bit(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
 
+// fn(begin, count) over [0, n) in pieces of at most kElementsPerTask, across the threads: the
+// one-pass maps of 8-bit values below.
+template <class Fn>
+void for_each_piece(int64_t n, int num_threads, Fn&& fn) {
+  const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
+  cpu_thread_pool().parallel_for(tasks, num_threads, [&](int64_t t, int) {
+    const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
+    if (len > 0) fn(i0, static_cast<size_t>(len));
+  });
+}
+
 // The layout of a (de)quantization: `outer` runs of `axis_dim` channels of `inner` elements,
 // channel c with scale[c] and zero point zp[c] (per tensor: one channel of everything).
 struct ChannelLayout {
@@ -123,18 +134,12 @@ class QLinearAddKernel : public PreparedKernel {
                         static_cast<int32_t>(param(7)), c_signed ? -128 : 0, c_signed ? 127 : 255,
                         a.dtype() == DType::kInt8, b.dtype() == DType::kInt8};
     Tensor& c = ctx.allocate_output(0, c_type, a.shape());
-    const int64_t n = a.numel();
-    const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
     const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
     const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
     uint8_t* pc = static_cast<uint8_t*>(c.raw());
-    auto task = [&](int64_t t, int) {
-      const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
-      if (len > 0)
-        (avx512_ ? avx512::q8_add__avx512 : q8_add__scalar)(pa + i0, pb + i0,
-                                                            static_cast<size_t>(len), p, pc + i0);
-    };
-    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    const auto add = avx512_ ? avx512::q8_add__avx512 : q8_add__scalar;
+    for_each_piece(a.numel(), ctx.num_threads(),
+                   [&](int64_t i0, size_t len) { add(pa + i0, pb + i0, len, p, pc + i0); });
     return Status::ok();
   }
 
@@ -162,17 +167,12 @@ class QuantizeDequantizeKernel : public PreparedKernel {
     const int32_t zp = zero ? static_cast<int32_t>(zero->get_as_double(0)) : 0;
     const bool is_signed = zero && zero->dtype() == DType::kInt8;
     Tensor& y = ctx.allocate_output(0, DType::kFloat32, x.shape());
-    const int64_t n = x.numel();
-    const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
     const float* px = x.data<float>();
     float* py = y.data<float>();
     const Q8FakeQuantizeFn fn =
         avx512_ ? avx512::q8_fake_quantize__avx512 : q8_fake_quantize__scalar;
-    auto task = [&](int64_t t, int) {
-      const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
-      if (len > 0) fn(px + i0, static_cast<size_t>(len), s, zp, is_signed, py + i0);
-    };
-    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    for_each_piece(x.numel(), ctx.num_threads(),
+                   [&](int64_t i0, size_t len) { fn(px + i0, len, s, zp, is_signed, py + i0); });
     return Status::ok();
   }
 
@@ -195,17 +195,12 @@ class TableLookupKernel : public PreparedKernel {
     if (!is_8bit(x.dtype()) || !is_8bit(table.dtype()) || table.numel() != 256)
       return run_reference(ctx);
     Tensor& y = ctx.allocate_output(0, table.dtype(), x.shape());
-    const int64_t n = x.numel();
-    const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
     const uint8_t* px = static_cast<const uint8_t*>(x.raw());
     const uint8_t* pt = static_cast<const uint8_t*>(table.raw());
     uint8_t* py = static_cast<uint8_t*>(y.raw());
     const U8LookupFn lookup = vbmi_ ? avx512vbmi::u8_lookup__avx512vbmi : u8_lookup__scalar;
-    auto task = [&](int64_t t, int) {
-      const int64_t i0 = t * kElementsPerTask, len = std::min(kElementsPerTask, n - i0);
-      if (len > 0) lookup(px + i0, static_cast<size_t>(len), pt, py + i0);
-    };
-    cpu_thread_pool().parallel_for(tasks, ctx.num_threads(), task);
+    for_each_piece(x.numel(), ctx.num_threads(),
+                   [&](int64_t i0, size_t len) { lookup(px + i0, len, pt, py + i0); });
     return Status::ok();
   }
 
