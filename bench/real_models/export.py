@@ -181,6 +181,192 @@ def planning_head():
     return Head(), (torch.randn(1, 20, 8), torch.randn(1, 256, 128)), ["history", "map_tokens"]
 
 
+def yolo_style():
+    """A YOLOv8-style detector at 640x640 written out here (no package ships one on PyPI):
+    Conv-BN-SiLU blocks, C2f (Split + bottlenecks + Concat), SPPF (chained 5x5 MaxPools),
+    nearest upsampling, a PAN neck and a decoupled head with a DFL Softmax over box bins."""
+    nn = torch.nn
+
+    def conv(ci, co, k=1, s=1):
+        return nn.Sequential(nn.Conv2d(ci, co, k, s, k // 2, bias=False), nn.BatchNorm2d(co),
+                             nn.SiLU())
+
+    class C2f(nn.Module):
+        def __init__(self, ci, co, n, shortcut=True):
+            super().__init__()
+            self.c = co // 2
+            self.cv1, self.cv2 = conv(ci, 2 * self.c), conv((2 + n) * self.c, co)
+            self.m = nn.ModuleList(nn.Sequential(conv(self.c, self.c, 3), conv(self.c, self.c, 3))
+                                   for _ in range(n))
+            self.shortcut = shortcut
+
+        def forward(self, x):
+            y = list(self.cv1(x).split((self.c, self.c), 1))
+            for m in self.m:
+                y.append(y[-1] + m(y[-1]) if self.shortcut else m(y[-1]))
+            return self.cv2(torch.cat(y, 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, ci, co):
+            super().__init__()
+            self.cv1, self.cv2 = conv(ci, ci // 2), conv(ci * 2, co)
+            self.pool = nn.MaxPool2d(5, 1, 2)
+
+        def forward(self, x):
+            x = self.cv1(x)
+            a = self.pool(x)
+            b = self.pool(a)
+            return self.cv2(torch.cat([x, a, b, self.pool(b)], 1))
+
+    class Yolo(nn.Module):
+        def __init__(self, w=(32, 64, 128, 256, 512), nc=80, reg=16):
+            super().__init__()
+            self.stem = nn.Sequential(conv(3, w[0], 3, 2), conv(w[0], w[1], 3, 2), C2f(w[1], w[1], 1))
+            self.p3 = nn.Sequential(conv(w[1], w[2], 3, 2), C2f(w[2], w[2], 2))
+            self.p4 = nn.Sequential(conv(w[2], w[3], 3, 2), C2f(w[3], w[3], 2))
+            self.p5 = nn.Sequential(conv(w[3], w[4], 3, 2), C2f(w[4], w[4], 1), SPPF(w[4], w[4]))
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.n4, self.n3 = C2f(w[4] + w[3], w[3], 1, False), C2f(w[3] + w[2], w[2], 1, False)
+            self.d3, self.d4 = conv(w[2], w[2], 3, 2), conv(w[3], w[3], 3, 2)
+            self.m4, self.m5 = C2f(w[2] + w[3], w[3], 1, False), C2f(w[3] + w[4], w[4], 1, False)
+            self.reg, self.nc = reg, nc
+            self.box = nn.ModuleList(nn.Sequential(conv(c, 64, 3), conv(64, 64, 3),
+                                                   nn.Conv2d(64, 4 * reg, 1)) for c in w[2:])
+            self.cls = nn.ModuleList(nn.Sequential(conv(c, 80, 3), conv(80, 80, 3),
+                                                   nn.Conv2d(80, nc, 1)) for c in w[2:])
+            self.dfl = nn.Conv2d(reg, 1, 1, bias=False)
+            self.dfl.weight.data[:] = torch.arange(reg, dtype=torch.float32).view(1, reg, 1, 1)
+
+        def forward(self, x):
+            p3 = self.p3(self.stem(x))
+            p4 = self.p4(p3)
+            p5 = self.p5(p4)
+            n4 = self.n4(torch.cat([self.up(p5), p4], 1))
+            n3 = self.n3(torch.cat([self.up(n4), p3], 1))
+            m4 = self.m4(torch.cat([self.d3(n3), n4], 1))
+            m5 = self.m5(torch.cat([self.d4(m4), p5], 1))
+            outs = []
+            for f, box, cls in zip((n3, m4, m5), self.box, self.cls):
+                outs.append(torch.cat([box(f), cls(f)], 1).flatten(2))
+            y = torch.cat(outs, 2)  # (1, 4 * reg + nc, anchors)
+            b, c = y.split((4 * self.reg, self.nc), 1)
+            a = b.shape[-1]
+            b = self.dfl(b.view(1, 4, self.reg, a).transpose(2, 1).softmax(1)).view(1, 4, a)
+            return torch.cat([b, c.sigmoid()], 1)
+    return Yolo(), (torch.randn(1, 3, 640, 640),), ["images"]
+
+
+def unet_groupnorm():
+    """A diffusion-style UNet at 256x256: GroupNorm + SiLU residual blocks, strided-conv
+    downsampling, nearest upsampling with skip concatenation, self-attention at 32x32."""
+    nn = torch.nn
+
+    class Res(nn.Module):
+        def __init__(self, ci, co):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(32, ci), nn.Conv2d(ci, co, 3, 1, 1)
+            self.n2, self.c2 = nn.GroupNorm(32, co), nn.Conv2d(co, co, 3, 1, 1)
+            self.skip = nn.Conv2d(ci, co, 1) if ci != co else nn.Identity()
+
+        def forward(self, x):
+            h = self.c1(torch.nn.functional.silu(self.n1(x)))
+            h = self.c2(torch.nn.functional.silu(self.n2(h)))
+            return self.skip(x) + h
+
+    class Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.norm = nn.GroupNorm(32, c)
+            self.attn = nn.MultiheadAttention(c, 4, batch_first=True)
+
+        def forward(self, x):
+            n, c, h, w = x.shape
+            t = self.norm(x).flatten(2).transpose(1, 2)
+            return x + self.attn(t, t, t, need_weights=False)[0].transpose(1, 2).view(n, c, h, w)
+
+    class UNet(nn.Module):
+        def __init__(self, ch=(64, 128, 256)):
+            super().__init__()
+            self.inp = nn.Conv2d(3, ch[0], 3, 1, 1)
+            self.down = nn.ModuleList()
+            c = ch[0]
+            for i, co in enumerate(ch):
+                self.down.append(nn.ModuleList([Res(c, co), nn.Conv2d(co, co, 3, 2, 1)]))
+                c = co
+            self.mid = nn.Sequential(Res(c, c), Attn(c), Res(c, c))
+            self.up = nn.ModuleList()
+            for co in reversed(ch):
+                self.up.append(Res(c + co, co))
+                c = co
+            self.out = nn.Sequential(nn.GroupNorm(32, c), nn.SiLU(), nn.Conv2d(c, 3, 3, 1, 1))
+
+        def forward(self, x):
+            h = self.inp(x)
+            skips = []
+            for res, down in self.down:
+                h = res(h)
+                skips.append(h)
+                h = down(h)
+            h = self.mid(h)
+            for res in self.up:
+                h = torch.nn.functional.interpolate(h, scale_factor=2.0, mode="nearest")
+                h = res(torch.cat([h, skips.pop()], 1))
+            return self.out(h)
+    return UNet(), (torch.randn(1, 3, 256, 256),), ["input"]
+
+
+def hf_vision(kind):
+    def build():
+        import transformers as T
+        torch.manual_seed(0)
+        if kind == "segformer":
+            cfg = T.SegformerConfig()  # MiT-b0 shapes
+            return (T.SegformerForSemanticSegmentation(cfg), (torch.randn(1, 3, 512, 512),),
+                    ["pixel_values"])
+        if kind == "mobilevit":
+            cfg = T.MobileViTConfig()  # mobilevit-small shapes
+            return T.MobileViTForImageClassification(cfg), (torch.randn(1, 3, 256, 256),), \
+                ["pixel_values"]
+        if kind == "detr":
+            cfg = T.DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False,
+                               backbone_config=T.ResNetConfig(out_features=["stage4"]))
+            m = T.DetrForObjectDetection(cfg)
+
+            class Out(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.m = m
+
+                def forward(self, x):
+                    o = self.m(pixel_values=x)
+                    return o.logits, o.pred_boxes
+            return Out(), (torch.randn(1, 3, 512, 512),), ["pixel_values"]
+        raise ValueError(kind)
+    return build
+
+
+def gpt2_past():
+    """One GPT-2 decoding step with a 127-token key/value cache (what a generation loop runs)."""
+    import transformers as T
+    cfg = T.GPT2Config()
+    m = T.GPT2LMHeadModel(cfg)
+    L, H, D, P = cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head, 127
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = m
+
+        def forward(self, ids, past):
+            cache = T.DynamicCache()
+            for i in range(L):
+                cache.update(past[i, 0], past[i, 1], i)
+            o = self.m(input_ids=ids, past_key_values=cache, use_cache=True)
+            return o.logits
+    return Step(), (torch.randint(0, cfg.vocab_size, (1, 1)), torch.randn(L, 2, 1, H, P, D)), \
+        ["input_ids", "past"]
+
+
 # name -> builder. Sizes: classification 224, segmentation 512, detection 320 / 512, flow 368x496.
 SUITE = {
     "resnet50": tv("resnet50"),
@@ -208,6 +394,21 @@ SUITE = {
     "lstm_2layer": rnn("lstm"),
     "gru_2layer": rnn("gru"),
     "planning_head": planning_head,
+    # Architectures no kernel here was tuned on: the check that speed is general.
+    "shufflenet_v2": tv("shufflenet_v2_x1_0"),
+    "densenet121": tv("densenet121"),
+    "inception_v3": tv("inception_v3", size=299, init_weights=True, aux_logits=False),
+    "googlenet": tv("googlenet", init_weights=True, aux_logits=False),
+    "squeezenet": tv("squeezenet1_1"),
+    "resnext50_32x4d": tv("resnext50_32x4d"),
+    "efficientnet_v2_s": tv("efficientnet_v2_s", size=384),
+    "mnasnet": tv("mnasnet1_0"),
+    "yolo_style_640": yolo_style,
+    "unet_groupnorm_256": unet_groupnorm,
+    "segformer_b0": hf_vision("segformer"),
+    "mobilevit_s": hf_vision("mobilevit"),
+    "detr_resnet50": hf_vision("detr"),
+    "gpt2_kv_step": gpt2_past,
 }
 
 

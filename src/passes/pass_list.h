@@ -25,6 +25,7 @@ std::unique_ptr<Pass> make_move_dequantize_after_gather();
 // Fusion.
 std::unique_ptr<Pass> make_conv_batchnorm_folding();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();
+std::unique_ptr<Pass> make_matmul_transposed_weight();
 std::unique_ptr<Pass> make_fuse_activation();
 std::unique_ptr<Pass> make_layer_norm_fusion();
 std::unique_ptr<Pass> make_rms_norm_fusion();

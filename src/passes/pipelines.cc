@@ -23,6 +23,7 @@ const std::map<std::string, Factory>& factories() {
       {"move_transposes", make_move_transposes},
       {"conv_batchnorm_folding", make_conv_batchnorm_folding},
       {"matmul_add_to_gemm", make_matmul_add_to_gemm},
+      {"matmul_transposed_weight", make_matmul_transposed_weight},
       {"fuse_activation", make_fuse_activation},
       {"layer_norm_fusion", make_layer_norm_fusion},
       {"rms_norm_fusion", make_rms_norm_fusion},
@@ -57,7 +58,8 @@ const std::vector<std::string> kCleanup = {
 const std::vector<std::string> kFusion = {
     "conv_batchnorm_folding",    "gelu_fusion",           "layer_norm_fusion",
     "rms_norm_fusion",           "attention_fusion",      "move_transposes",
-    "collapse_transpose_chains", "matmul_add_to_gemm",    "fuse_activation",
+    "collapse_transpose_chains", "matmul_add_to_gemm",    "matmul_transposed_weight",
+    "fuse_activation",
     "elementwise_chain_fusion",  "dead_code_elimination",
 };
 

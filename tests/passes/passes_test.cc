@@ -233,6 +233,57 @@ TEST(MatMulAddToGemm, NotForThreeDimensionalOrSharedOutputs) {
   EXPECT_EQ(count_op(g, "Gemm"), 0);
 }
 
+// MatMul(A, Transpose(W)) with A of the given shape and W (5, 4): a tied output projection.
+BuildFn matmul_transposed_weight_graph(Shape a_dims, bool perm_attr = true) {
+  return [=] {
+    GraphBuilder b;
+    auto x = b.input("x", a_dims);
+    auto& t = b.node("Transpose", {b.random("w", {5, 4})});
+    if (perm_attr) t.attributes["perm"] = ints_attr("perm", {1, 0});
+    b.output(b.op("MatMul", {x, t.outputs[0]}));
+    return b.build();
+  };
+}
+
+TEST(MatMulTransposedWeight, TwoDimensionalBecomesGemmTransB) {
+  for (bool perm_attr : {true, false}) {
+    ir::Graph g = optimize_and_compare(matmul_transposed_weight_graph({3, 4}, perm_attr),
+                                       {"matmul_transposed_weight", "dead_code_elimination"});
+    ASSERT_EQ(g.nodes.size(), 1u);
+    EXPECT_EQ(g.nodes[0]->op_type, "Gemm");
+    EXPECT_EQ(g.nodes[0]->inputs[1], "w");
+    EXPECT_EQ(ir::AttrView(*g.nodes[0]).get_int("transB", 0).value(), 1);
+  }
+}
+
+TEST(MatMulTransposedWeight, HigherRankRowsThroughReshapes) {
+  ir::Graph g = optimize_and_compare(matmul_transposed_weight_graph({2, 3, 1, 4}),
+                                     {"matmul_transposed_weight", "dead_code_elimination"});
+  EXPECT_EQ(count_op(g, "Transpose"), 0);
+  EXPECT_EQ(count_op(g, "Gemm"), 1);
+  EXPECT_EQ(count_op(g, "Reshape"), 2);
+  EXPECT_EQ(g.find_value(g.outputs[0])->type.dims, (Shape{2, 3, 1, 5}));
+}
+
+TEST(MatMulTransposedWeight, NotForActivationsOrOtherLayouts) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {3, 4});
+    auto k = b.input("k", {5, 4});  // an activation: attention's K^T stays a MatMul
+    auto& t = b.node("Transpose", {k});
+    t.attributes["perm"] = ints_attr("perm", {1, 0});
+    b.output(b.op("MatMul", {x, t.outputs[0]}));
+    auto y = b.input("y", {2, 3, 4});  // a 3-D weight transposed on its last two axes
+    auto& t3 = b.node("Transpose", {b.random("w3", {2, 5, 4})});
+    t3.attributes["perm"] = ints_attr("perm", {0, 2, 1});
+    b.output(b.op("MatMul", {y, t3.outputs[0]}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"matmul_transposed_weight"});
+  EXPECT_EQ(count_op(g, "Gemm"), 0);
+  EXPECT_EQ(count_op(g, "Transpose"), 2);
+}
+
 BuildFn conv_residual_relu(DType dtype) {
   return [=] {
     GraphBuilder b;
