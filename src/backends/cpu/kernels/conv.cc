@@ -10,6 +10,9 @@
 //     fly into the GEMM's panels (Im2colPacker), never written out whole; or, for stride-2
 //     columns where the GEMM kernel has an indirect variant (AVX-512), f32_gemm_indirect on
 //     the input rows split into even and odd columns (StrideTwoConvRows): no im2col at all.
+//   grouped (1 < group < C_in) with at most 32 output channels per group, constant weights, where
+//     the ISA has the kernel (AVX-512): the direct kernel of kernels/conv_grouped.h, reading W as
+//     it is (use_conv2d_grouped(); PEREGRINE_CONV_ALGO=im2col forces the GEMM per group).
 //   3x3, stride 1, dilation 1, group 1, constant weights, pads <= 2: Winograd F(4x4, 3x3)
 //     (kernels/conv_winograd_f4x3.h) where use_winograd_f4x3() or PEREGRINE_CONV_ALGO says so,
 //     else Winograd F(2x2, 3x3) (kernels/conv_winograd_f2x3.h, small maps) where
@@ -34,6 +37,7 @@
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_depthwise_chw.h"
+#include "backends/cpu/kernels/conv_grouped.h"
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/kernels/conv_winograd_f2x3.h"
 #include "backends/cpu/kernels/conv_winograd_f4x3.h"
@@ -323,7 +327,11 @@ class ConvKernel : public PreparedKernel {
       const int64_t out_c = constant_w->dim(0), out_c_group = out_c / group;
       const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
       const bool depthwise = constant_w->dim(1) == 1 && group > 1;  // packing unused
-      if (!depthwise) {
+      // Narrow groups run on the direct kernel, which reads W as it is; packing is kept for
+      // the rest (and a shape the direct kernel refuses runs the GEMM on W unpacked).
+      if (group > 1 && !depthwise && out_c_group <= 32)
+        grouped_ = f32_conv2d_grouped_ukernel_for(gemm.isa);
+      if (!depthwise && !grouped_) {
         for (int64_t g = 0; g < group; ++g)
           packed_w_.push_back(PackedMatrix::pack_a(
               gemm, MatrixView{constant_w->data<float>() + g * out_c_group * k, k, 1}, out_c_group,
@@ -341,6 +349,7 @@ class ConvKernel : public PreparedKernel {
     if (!packed_w_bf16_.empty())
       return std::string(last_run_tapwise_ ? "cpu/conv-tapwise-" : "cpu/conv-") +
              packed_w_bf16_[0].kernel()->name;
+    if (last_run_grouped_) return "cpu/conv-f32_conv2d_grouped__avx512";  // the only ISA with one
     if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
     if (last_run_tapwise_) return std::string("cpu/conv-tapwise-") + gemm_.name;
     return std::string("cpu/conv-") + gemm_.name;
@@ -414,6 +423,19 @@ class ConvKernel : public PreparedKernel {
       return Status::ok();
     }
     last_run_depthwise_ = nullptr;
+    last_run_grouped_ = false;
+    if (grouped_ && packed_w_bf16_.empty() && algo_ != ConvAlgoChoice::kIm2col) {
+      const GroupedConv2dGeometry gg{s.in_c / group_, s.out_c / group_, s.in_h,    s.in_w,
+                                     s.out_h,         s.out_w,          s.kh,      s.kw,
+                                     s.stride_h,      s.stride_w,       s.dil_h,   s.dil_w,
+                                     s.pad_t,         s.pad_l};
+      if (use_conv2d_grouped(gg)) {
+        last_run_grouped_ = true;
+        conv2d_grouped(grouped_, GroupedConvArgs{px, pw, pb, pz, py, s.batch, group_, gg}, fused_,
+                       gemm_.epilogue, threads);
+        return Status::ok();
+      }
+    }
     const WinogradConvShape ws{s.batch, s.in_c,  s.in_h,  s.in_w, s.out_c,
                                s.out_h, s.out_w, s.pad_t, s.pad_l};
     const bool winograd_ok = winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 &&
@@ -697,6 +719,8 @@ class ConvKernel : public PreparedKernel {
   std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
   std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
   std::atomic<bool> last_run_tapwise_{false};             // run_tapwise (taps in padding)
+  std::atomic<bool> last_run_grouped_{false};             // the direct grouped kernel
+  F32Conv2dGroupedFn grouped_ = nullptr;  // narrow groups, where the ISA has the kernel
   std::vector<PackedMatrix> tap_w_;  // tap-wise: one (Cout, Cin) A per tap, built on first use
   std::vector<Bf16PackedMatrix> tap_w_bf16_;  // the same at bf16 precision
   std::optional<WindowGeometry> window_;  // resolved for window_sizes_ (input H, W, kernel H, W)
