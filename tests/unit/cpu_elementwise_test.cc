@@ -296,6 +296,51 @@ TEST(VectorUkernels, PoolRowsCopyRowsAndReductions) {
   }
 }
 
+// pool_s1 (where a level has it) against a naive loop: kernels 1x1 to 5x7, pads 0 .. k - 1 on
+// each side, planes 1 to 35 wide (the 8-column vectors and masked tails), the input ending at a
+// guard page and the output exactly out_h x out_w (a guard page after it).
+TEST(VectorUkernels, PoolStride1PlaneMatchesNaiveLoop) {
+  struct Case {
+    size_t h, w, kh, kw, pt, pl, pb, pr;
+  };
+  const Case cases[] = {{7, 7, 3, 3, 1, 1, 1, 1},   {28, 28, 3, 3, 1, 1, 1, 1},
+                        {14, 9, 5, 5, 2, 2, 2, 2},  {1, 1, 3, 3, 1, 1, 1, 1},
+                        {5, 35, 1, 7, 0, 3, 0, 3},  {9, 17, 7, 1, 3, 0, 3, 0},
+                        {6, 16, 2, 2, 0, 0, 1, 1},  {4, 8, 5, 7, 0, 6, 4, 0},
+                        {3, 3, 5, 5, 2, 2, 2, 2},   {12, 13, 3, 4, 0, 0, 0, 0}};
+  int levels = 0;
+  for (const VectorUkernels* uk : all_tables()) {
+    if (!uk->pool_s1) continue;
+    ++levels;
+    for (const Case& c : cases)
+      for (bool max : {true, false}) {
+        SCOPED_TRACE(std::string(isa_name(uk->isa)) + " " + std::to_string(c.h) + "x" +
+                     std::to_string(c.w) + " k=" + std::to_string(c.kh) + "x" +
+                     std::to_string(c.kw) + " max=" + std::to_string(max));
+        const size_t oh = c.h + c.pt + c.pb - c.kh + 1, ow = c.w + c.pl + c.pr - c.kw + 1;
+        GuardedBuffer x(c.h * c.w);
+        std::vector<float> xv = random_floats(c.h * c.w, 21, -2, 2);
+        std::copy(xv.begin(), xv.end(), x.data());
+        GuardedBuffer y(oh * ow);
+        std::vector<float> row(pool_s1_scratch_floats(ow, c.kw));
+        uk->pool_s1(x.data(), c.h, c.w, c.kh, c.kw, c.pt, c.pl, y.data(), oh, ow, max, row.data());
+        for (size_t i = 0; i < oh; ++i)
+          for (size_t j = 0; j < ow; ++j) {
+            double want = max ? -INFINITY : 0.0;
+            for (size_t ki = 0; ki < c.kh; ++ki)
+              for (size_t kj = 0; kj < c.kw; ++kj) {
+                const int64_t ih = int64_t(i + ki) - int64_t(c.pt), iw = int64_t(j + kj) - int64_t(c.pl);
+                if (ih < 0 || iw < 0 || ih >= int64_t(c.h) || iw >= int64_t(c.w)) continue;
+                const float v = xv[size_t(ih) * c.w + size_t(iw)];
+                want = max ? std::max<double>(want, v) : want + v;
+              }
+            ASSERT_NEAR(y.data()[i * ow + j], want, 1e-5) << "at " << i << "," << j;
+          }
+      }
+  }
+  if (levels == 0) GTEST_SKIP() << "no ISA level with pool_s1 on this CPU";
+}
+
 // --- Op kernels through the executor, against the reference backend.
 
 using testing::compare_with_reference;

@@ -51,6 +51,14 @@ const PoolCase kCases[] = {
     {{1, 2, 8, 2}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
     {{1, 2, 18, 34}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
     {{1, 2, 17, 33}, {3, 3}, {2, 2}, {1, 1, 2, 2}},
+    // Stride 1 (the one-call-per-plane kernel): Inception's 3x3 / 1 pad 1 with ceil_mode,
+    // SPPF's 5x5 pad 2, 1x7, asymmetric pads, a 1x1 plane, widths around 8.
+    {{1, 3, 14, 14}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+    {{2, 2, 7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
+    {{1, 2, 20, 20}, {5, 5}, {1, 1}, {2, 2, 2, 2}},
+    {{1, 2, 5, 17}, {1, 7}, {1, 1}, {0, 3, 0, 3}},
+    {{1, 2, 9, 8}, {3, 2}, {1, 1}, {2, 0, 0, 1}},
+    {{1, 2, 1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
 };
 
 void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad) {

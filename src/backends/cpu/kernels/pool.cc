@@ -10,6 +10,8 @@
 //     zeros, as the reference does) or by the number of in-bounds taps (rows x columns).
 //     A window with no in-bounds tap (pads >= the kernel extent), MaxPool's Indices output,
 //     other ranks and dtypes go to the reference.
+//     Stride 1, dilation 1 (Inception branch pools, YOLO's SPPF) takes the vector table's
+//     one-call-per-plane kernel where the ISA has one (pool_s1: rows, then KW neighbours).
 //     MaxPool 3x3 / 2 with top / left pads <= 1 (CNN stems) takes the vector table's one-call-per-
 //     plane kernel where the ISA has one (vertical max of three rows, then three neighbours at
 //     every other column).
@@ -103,6 +105,23 @@ class WindowPoolKernel : public PreparedKernel {
       return Status::ok();
     }
     const float kernel_size = static_cast<float>(kh * kw);
+    if (uk_.pool_s1 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && pad_t < kh && pad_l < kw) {
+      // Stride 1 (Inception / GoogLeNet branch pools, YOLO's SPPF) in one call per plane: the
+      // generic passes make H * KW + OH * KH row calls, each with a scalar tail on small maps.
+      const size_t row_floats =
+          pool_s1_scratch_floats(static_cast<size_t>(out_w), static_cast<size_t>(kw));
+      auto plane_s1 = [&](int64_t p, int) {
+        float* out = py + p * out_h * out_w;
+        uk_.pool_s1(px + p * in_h * in_w, static_cast<size_t>(in_h), static_cast<size_t>(in_w),
+                    static_cast<size_t>(kh), static_cast<size_t>(kw), static_cast<size_t>(pad_t),
+                    static_cast<size_t>(pad_l), out, static_cast<size_t>(out_h),
+                    static_cast<size_t>(out_w), max_, thread_scratch(row_floats));
+        if (!max_)
+          scale_sums(out, out_h, out_w, in_h, kh, pad_t, kernel_size, count_include_pad != 0);
+      };
+      cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_s1);
+      return Status::ok();
+    }
     const float init = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     const F32PoolRowFn combine = max_ ? uk_.max_row : uk_.add_row;
     auto plane_task = [&](int64_t p, int) {
@@ -132,14 +151,7 @@ class WindowPoolKernel : public PreparedKernel {
           ++rows_in;
           combine(h + ih * out_w, 1, out_row, static_cast<size_t>(out_w));
         }
-        if (max_) continue;
-        if (count_include_pad) {
-          const float scale = 1.0f / kernel_size;
-          for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] *= scale;
-        } else {
-          const float rows_f = static_cast<float>(rows_in);
-          for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] /= rows_f * col_count_[ow];
-        }
+        if (!max_) scale_row(out_row, out_w, rows_in, kernel_size, count_include_pad != 0);
       }
     };
     cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_task);
@@ -147,6 +159,27 @@ class WindowPoolKernel : public PreparedKernel {
   }
 
  private:
+  // AveragePool: a row of window sums divided by the kernel size (count_include_pad) or by
+  // its in-bounds taps, rows_in x the column's count.
+  void scale_row(float* out_row, int64_t out_w, int64_t rows_in, float kernel_size,
+                 bool count_include_pad) const {
+    if (count_include_pad) {
+      const float scale = 1.0f / kernel_size;
+      for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] *= scale;
+    } else {
+      const float rows_f = static_cast<float>(rows_in);
+      for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] /= rows_f * col_count_[ow];
+    }
+  }
+  // scale_row over a stride-1 plane (output row oh reads input rows oh - pad_t + ki).
+  void scale_sums(float* out, int64_t out_h, int64_t out_w, int64_t in_h, int64_t kh,
+                  int64_t pad_t, float kernel_size, bool count_include_pad) const {
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      const int64_t rows_in = std::min(in_h, oh - pad_t + kh) - std::max<int64_t>(0, oh - pad_t);
+      scale_row(out + oh * out_w, out_w, rows_in, kernel_size, count_include_pad);
+    }
+  }
+
   bool max_;
   const VectorUkernels& uk_;
   // Per-run geometry, kept so steady-state runs do not allocate.

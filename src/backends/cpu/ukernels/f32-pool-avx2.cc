@@ -134,6 +134,50 @@ void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t p
   }
 }
 
+void f32_pool_s1__avx2(const float* x, size_t in_h, size_t in_w, size_t kh, size_t kw,
+                       size_t pad_t, size_t pad_l, float* y, size_t out_h, size_t out_w, bool max,
+                       float* row) {
+  // row[c] = the rows' max / sum at input column c - pad_l, the identity outside the plane:
+  // output column ow's window is row[ow .. ow + kw - 1].
+  const float identity = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  const size_t len = pool_s1_scratch_floats(out_w, kw);
+  std::fill(row, row + len, identity);
+  float* v = row + pad_l;
+  auto combine = [max](__m256 a, __m256 b) {
+    return max ? _mm256_max_ps(a, b) : _mm256_add_ps(a, b);
+  };
+  for (size_t oh = 0; oh < out_h; ++oh) {
+    // Input rows [first, last) of this output row's window: oh - pad_t + ki, clipped.
+    const size_t first = oh >= pad_t ? oh - pad_t : 0;
+    const size_t last = std::min(in_h, oh + kh - pad_t);
+    const float* top = x + first * in_w;
+    size_t i = 0;
+    for (; i + 8 <= in_w; i += 8) {
+      __m256 m = _mm256_loadu_ps(top + i);
+      for (size_t r = first + 1; r < last; ++r)
+        m = combine(m, _mm256_loadu_ps(top + (r - first) * in_w + i));
+      _mm256_storeu_ps(v + i, m);
+    }
+    if (i < in_w) {
+      const __m256i mask = tail_mask(static_cast<int64_t>(in_w - i));
+      __m256 m = _mm256_maskload_ps(top + i, mask);
+      for (size_t r = first + 1; r < last; ++r)
+        m = combine(m, _mm256_maskload_ps(top + (r - first) * in_w + i, mask));
+      _mm256_maskstore_ps(v + i, mask, m);
+    }
+    float* out = y + oh * out_w;
+    // Reads row[j .. j + 7 + kw - 1] < out_w + kw + 7 <= len.
+    for (size_t j = 0; j < out_w; j += 8) {
+      __m256 m = _mm256_loadu_ps(row + j);
+      for (size_t kj = 1; kj < kw; ++kj) m = combine(m, _mm256_loadu_ps(row + j + kj));
+      if (j + 8 <= out_w)
+        _mm256_storeu_ps(out + j, m);
+      else
+        _mm256_maskstore_ps(out + j, tail_mask(static_cast<int64_t>(out_w - j)), m);
+    }
+  }
+}
+
 float f32_reduce_max__avx2(const float* x, size_t n) { return array_max(x, n); }
 float f32_reduce_sum__avx2(const float* x, size_t n) { return array_sum(x, n); }
 

@@ -158,6 +158,7 @@ const VectorUkernels kScalar = {
     scalar::f32_add_row__scalar,
     scalar::f32_copy_row__scalar,
     nullptr,
+    nullptr,
     scalar::f32_reduce_max__scalar,
     scalar::f32_reduce_sum__scalar,
 };
@@ -174,6 +175,7 @@ const VectorUkernels kAvx2 = {
     avx2::f32_add_row__avx2,
     avx2::f32_copy_row__avx2,
     avx2::f32_max_pool_3x3s2__avx2,
+    avx2::f32_pool_s1__avx2,
     avx2::f32_reduce_max__avx2,
     avx2::f32_reduce_sum__avx2,
 };

@@ -57,6 +57,15 @@ using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t 
 using F32MaxPool3x3s2Fn = void (*)(const float* x, size_t in_h, size_t in_w, size_t pad_t,
                                    size_t pad_l, float* y, size_t out_h, size_t out_w, float* row);
 inline size_t max_pool_3x3s2_scratch_floats(size_t in_w) { return in_w + 40; }
+// Stride-1, dilation-1 pooling of one plane (in_h, in_w) into (out_h, out_w), any KH x KW with
+// pads < the kernel (the end pads implied by out_h / out_w; every window has an in-bounds tap):
+// per output row, the max (or sum) of its in-bounds input rows into a padded row, then of KW
+// neighbours at every column. Sums are not scaled (the caller divides). `row`:
+// pool_s1_scratch_floats(out_w, kw) floats, private to the caller.
+using F32PoolStride1Fn = void (*)(const float* x, size_t in_h, size_t in_w, size_t kh, size_t kw,
+                                  size_t pad_t, size_t pad_l, float* y, size_t out_h, size_t out_w,
+                                  bool max, float* row);
+inline size_t pool_s1_scratch_floats(size_t out_w, size_t kw) { return out_w + kw + 16; }
 // Strided row copy: y[j] = x[j * stride], j in [0, n) (im2col rows of strided convs). Reads
 // x[0 .. (n - 1) * stride] only.
 using F32CopyRowFn = void (*)(const float* x, size_t stride, float* y, size_t n);
@@ -75,6 +84,7 @@ struct VectorUkernels {
   F32PoolRowFn add_row;
   F32CopyRowFn copy_row;
   F32MaxPool3x3s2Fn max_pool_3x3s2;  // nullptr: none at this level (the generic rows)
+  F32PoolStride1Fn pool_s1;          // nullptr: none at this level (the generic rows)
   F32ReduceFn reduce_max;
   F32ReduceFn reduce_sum;
 };
@@ -115,6 +125,9 @@ void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n);
 void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t pad_t, size_t pad_l,
                               float* y, size_t out_h, size_t out_w, float* row);
+void f32_pool_s1__avx2(const float* x, size_t in_h, size_t in_w, size_t kh, size_t kw,
+                       size_t pad_t, size_t pad_l, float* y, size_t out_h, size_t out_w, bool max,
+                       float* row);
 float f32_reduce_max__avx2(const float* x, size_t n);
 float f32_reduce_sum__avx2(const float* x, size_t n);
 }  // namespace avx2
