@@ -325,8 +325,24 @@ def hf_vision(kind):
                     ["pixel_values"])
         if kind == "mobilevit":
             cfg = T.MobileViTConfig()  # mobilevit-small shapes
-            return T.MobileViTForImageClassification(cfg), (torch.randn(1, 3, 256, 256),), \
-                ["pixel_values"]
+
+            class Features(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.m = T.MobileViTModel(cfg)
+                    # Its own init (std 0.02 convs and batch-norm scales) shrinks activations
+                    # to denormals (~1e-40) by the last stage, which engines then compare as
+                    # noise: He init and unit batch norms instead, as trained weights keep
+                    # them O(1).
+                    for mod in self.m.modules():
+                        if isinstance(mod, torch.nn.Conv2d):
+                            torch.nn.init.kaiming_normal_(mod.weight, mode="fan_in")
+                        if isinstance(mod, torch.nn.BatchNorm2d):
+                            mod.reset_parameters()
+
+                def forward(self, x):
+                    return self.m(pixel_values=x).last_hidden_state
+            return Features(), (torch.randn(1, 3, 256, 256),), ["pixel_values"]
         if kind == "detr":
             cfg = T.DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False,
                                backbone_config=T.ResNetConfig(out_features=["stage4"]))
