@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
 
@@ -107,6 +108,11 @@ void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
   }
   const Reg vbias = V::loadu(bias);
   const Reg vmin = V::set1(b.out_min), vmax = V::set1(b.out_max);
+  // The epilogue is an activation alone (no bias, no residual: the contract), elementwise; it
+  // commutes with the clamp only when the clamp is none.
+  const bool activation_first = b.epilogue && !b.residual &&
+                                b.out_min == -std::numeric_limits<float>::infinity() &&
+                                b.out_max == std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < row_floats; i += L) V::storeu(zero_row + i, V::zero());
   // The last partial block's transpose also reads buffer pixels past the valid ones (and drops
   // them): keep its first L pixels finite.
@@ -143,11 +149,17 @@ void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
       dw_row_any<V>(rows, wt, vbias, g.kh, g.kw, g.out_w, ps, od, row_buf);
     }
     const int64_t avail = lead + g.out_w;
+    // Without a residual the activation may run before the transpose back, on the buffer's
+    // pixels as one contiguous row; after it, each plane's run of pixels is a short row of its
+    // own, with a masked tail per plane.
+    if (activation_first && avail >= L)
+      b.epilogue(buf, static_cast<size_t>(avail / L * L * L), 1,
+                 static_cast<size_t>(avail / L * L * L), 0, 0, *b.epilogue_params);
     int64_t i = 0;
     for (; i + L <= avail; i += L)
       V::store_block(buf + i * L, b.residual ? b.residual + q + i : nullptr, b.output + q + i,
                      plane, L, channels, vmin, vmax);
-    if (b.epilogue && i > 0)
+    if (b.epilogue && !activation_first && i > 0)
       b.epilogue(b.output + q, static_cast<size_t>(plane), static_cast<size_t>(channels),
                  static_cast<size_t>(i), 0, 0, *b.epilogue_params);
     lead = avail - i;
@@ -156,9 +168,12 @@ void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
     q += i;
   }
   if (lead > 0) {
+    if (activation_first)
+      b.epilogue(buf, static_cast<size_t>(lead * L), 1, static_cast<size_t>(lead * L), 0, 0,
+                 *b.epilogue_params);
     V::store_block(buf, b.residual ? b.residual + q : nullptr, b.output + q, plane, lead, channels,
                    vmin, vmax);
-    if (b.epilogue)
+    if (b.epilogue && !activation_first)
       b.epilogue(b.output + q, static_cast<size_t>(plane), static_cast<size_t>(channels),
                  static_cast<size_t>(lead), 0, 0, *b.epilogue_params);
   }
