@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 namespace peregrine::cpu {
 namespace {
@@ -73,6 +74,31 @@ inline void apply_epilogue(float* c, size_t ldc, size_t rows, size_t cols, size_
       return epilogue_rows<Activation::kGeluTanh>(c, ldc, rows, cols, row0, col0, ep);
     case Activation::kTanh:
       return epilogue_rows<Activation::kTanh>(c, ldc, rows, cols, row0, col0, ep);
+  }
+}
+
+// The vector map of a transcendental activation (Sigmoid, SiLU, Tanh, GELU in both forms), which
+// an ISA's epilogue runs as a second pass with its vectorized approximation; false for the ones
+// the plain epilogue computes.
+inline bool vector_activation(Activation act, UnaryOp* op) {
+  switch (act) {
+    case Activation::kSigmoid:
+      *op = UnaryOp::kSigmoid;
+      return true;
+    case Activation::kSilu:
+      *op = UnaryOp::kSilu;
+      return true;
+    case Activation::kTanh:
+      *op = UnaryOp::kTanh;
+      return true;
+    case Activation::kGelu:
+      *op = UnaryOp::kGelu;
+      return true;
+    case Activation::kGeluTanh:
+      *op = UnaryOp::kGeluTanh;
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -12,29 +12,6 @@ namespace peregrine::cpu::avx2 {
 
 namespace {
 
-// The vector map for `act`; false for activations the plain epilogue handles.
-bool vector_activation(Activation act, UnaryOp* op) {
-  switch (act) {
-    case Activation::kSigmoid:
-      *op = UnaryOp::kSigmoid;
-      return true;
-    case Activation::kSilu:
-      *op = UnaryOp::kSilu;
-      return true;
-    case Activation::kTanh:
-      *op = UnaryOp::kTanh;
-      return true;
-    case Activation::kGelu:
-      *op = UnaryOp::kGelu;
-      return true;
-    case Activation::kGeluTanh:
-      *op = UnaryOp::kGeluTanh;
-      return true;
-    default:
-      return false;
-  }
-}
-
 // v * clamp(v / 6 + 1/2, 0, 1) over one row, 8 lanes at a time, the tail masked. GCC leaves
 // the plain loop scalar (a compare and branch per element: HardSwish after MobileNetV3's
 // depthwise convs took 8% of its run that way).

@@ -16,6 +16,10 @@ namespace avx2 {
 void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
                              size_t col0, const GemmEpilogue& ep);
 }  // namespace avx2
+namespace avx512 {
+void f32_gemm_epilogue__avx512(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                               size_t col0, const GemmEpilogue& ep);
+}  // namespace avx512
 
 namespace {
 
@@ -45,7 +49,7 @@ const GemmKernelInfo kKernels[] = {
      16, 256, 144, 2048, 256, 1.0},
     {Isa::kAvx512, "f32_gemm_ukernel_14x32__avx512", avx512::f32_gemm_ukernel_14x32__avx512,
      avx512::f32_gemm_fused_ukernel_14x32__avx512, avx512::f32_gemm_partial_ukernel_14x32__avx512,
-     avx512::f32_gemm_indirect_ukernel_14x32__avx512, avx2::f32_gemm_epilogue__avx2, 14, 32, 256,
+     avx512::f32_gemm_indirect_ukernel_14x32__avx512, avx512::f32_gemm_epilogue__avx512, 14, 32, 256,
      210, 2048, 256, kAvx512RelativeRate, avx512::f32_gemm_pack_a_14__avx512},
 };
 

@@ -111,6 +111,10 @@ float f32_reduce_max__scalar(const float* x, size_t n);
 float f32_reduce_sum__scalar(const float* x, size_t n);
 }  // namespace scalar
 
+namespace avx512 {
+void f32_vunary__avx512(UnaryOp op, const float* x, float* y, size_t n);
+}  // namespace avx512
+
 namespace avx2 {
 void f32_vunary__avx2(UnaryOp op, const float* x, float* y, size_t n);
 void f32_vbinary__avx2(BinaryOp op, const float* a, size_t a_step, const float* b, size_t b_step,
