@@ -153,6 +153,7 @@ TEST(CpuAttention, DriverMatchesNaiveAtEveryIsa) {
       {1, 1, 130, 70, 16, 17, {}},  // several query blocks and key blocks, dv % 8 != 0
       {1, 2, 7, 200, 9, 5, {}},
       {1, 2, 300, 197, 64, 48, {}},  // three query blocks; dv: a 32- and a 16-column tile
+      {4, 4, 256, 256, 36, 36, {}},  // MobileViT: dv padded from 36 to whole vectors
       // Mask in each broadcast form.
       {2, 3, 13, 13, 64, 64, {2, 1, 1, 13}},  // padding mask (B, 1, 1, Skv)
       {1, 3, 13, 13, 7, 7, {1, 1, 13, 13}},   // (1, 1, Sq, Skv)

@@ -13,9 +13,9 @@
 //   2. Per row: S = S * scale + mask over the visible keys; invisible ones (causal, or past kb up
 //      to the next whole vector) are -inf, so the block is processed in whole vectors: running
 //      max, P = exp(S - m), row sum, and the accumulator row rescaled when m grew.
-//   3. acc(rows, dv) += P(rows, kb) V(kb, dv), V from a contiguous copy of the block. Register
-//      tile: 4 rows x 2 vectors (the same micro-kernel as step 1); then 1-vector tiles; the
-//      dv % kLanes last columns scalar.
+//   3. acc(rows, dv) += P(rows, kb) V(kb, dv), V from a contiguous copy of the block with its
+//      rows zero-padded to whole vectors. Register tile: 4 rows x 2 vectors (the same
+//      micro-kernel as step 1); then 1-vector tiles.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +46,15 @@ struct AttentionScratch {
 inline void attention_copy_rows(const float* src, int64_t rs, int64_t rows, int64_t cols,
                                 float* dst) {
   for (int64_t r = 0; r < rows; ++r) std::copy(src + r * rs, src + r * rs + cols, dst + r * cols);
+}
+
+// The same, each row zero-padded from cols to dst_cols.
+inline void attention_copy_rows_padded(const float* src, int64_t rs, int64_t rows, int64_t cols,
+                                       int64_t dst_cols, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy(src + r * rs, src + r * rs + cols, dst + r * dst_cols);
+    std::fill(dst + r * dst_cols + cols, dst + (r + 1) * dst_cols, 0.0f);
+  }
 }
 
 inline void attention_grow(std::vector<float>& v, int64_t n) {
@@ -183,15 +192,19 @@ void attention_tile(const AttentionTile& t) {
   constexpr int64_t L = V::kLanes;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   thread_local AttentionScratch scratch;
+  // The value block and the accumulator are dv rounded up to whole vectors, zero-padded: P V
+  // then runs on vector tiles only (head size 36, MobileViT: its last 4 columns went one
+  // element at a time); the padding columns stay zero and are not written out.
+  const int64_t dvp = (t.dv + L - 1) / L * L;
   attention_grow(scratch.scores, t.rows * kKeyBlock);
-  attention_grow(scratch.acc, t.rows * t.dv);
+  attention_grow(scratch.acc, t.rows * dvp);
   attention_grow(scratch.m, t.rows);
   attention_grow(scratch.l, t.rows);
   float* scores = scratch.scores.data();
   float* acc = scratch.acc.data();
   float* m = scratch.m.data();
   float* l = scratch.l.data();
-  std::fill(acc, acc + t.rows * t.dv, 0.0f);
+  std::fill(acc, acc + t.rows * dvp, 0.0f);
   std::fill(m, m + t.rows, kNegInf);
   std::fill(l, l + t.rows, 0.0f);
   // Keys any row of the tile sees.
@@ -199,7 +212,7 @@ void attention_tile(const AttentionTile& t) {
   const Reg scale = V::set1(t.scale);
   attention_grow(scratch.q, t.rows * t.d);
   attention_grow(scratch.keys, kKeyBlock * t.d);
-  attention_grow(scratch.values, kKeyBlock * t.dv);
+  attention_grow(scratch.values, kKeyBlock * dvp);
   float* q = scratch.q.data();
   attention_copy_rows(t.q, t.q_rs, t.rows, t.d, q);
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
@@ -207,8 +220,8 @@ void attention_tile(const AttentionTile& t) {
     const int64_t kb_vectors = (kb + L - 1) / L * L;
     float* k = scratch.keys.data();
     V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, k);
-    float* v = scratch.values.data();  // (kb, dv)
-    attention_copy_rows(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, v);
+    float* v = scratch.values.data();  // (kb, dvp)
+    attention_copy_rows_padded(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, dvp, v);
     qk_scores<V>(q, t.rows, kb, t.d, k, scores);
     for (int64_t r = 0; r < t.rows; ++r) {
       float* s = scores + r * kKeyBlock;  // (kb_vectors) for this row
@@ -245,17 +258,17 @@ void attention_tile(const AttentionTile& t) {
       }
       const float correction = std::exp(m[r] - m_new);  // 0 on the first visible block
       if (correction != 1.0f) {
-        float* a = acc + r * t.dv;
+        float* a = acc + r * dvp;
         for (int64_t c = 0; c < t.dv; ++c) a[c] *= correction;
       }
       l[r] = l[r] * correction + V::reduce_add(vsum);
       m[r] = m_new;
     }
-    pv_accumulate<V>(scores, t.rows, kb, v, t.dv, acc, t.dv);
+    pv_accumulate<V>(scores, t.rows, kb, v, dvp, acc, dvp);
   }
   for (int64_t r = 0; r < t.rows; ++r) {
     const float inv = 1.0f / l[r];  // l == 0 (no visible key): NaN, as the unfused graph
-    const float* a = acc + r * t.dv;
+    const float* a = acc + r * dvp;
     float* out = t.out + r * t.out_rs;
     for (int64_t c = 0; c < t.dv; ++c) out[c] = a[c] * inv;
   }
