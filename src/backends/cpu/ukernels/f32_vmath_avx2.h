@@ -23,15 +23,24 @@ namespace peregrine::cpu::avx2 {
 // The vector type of f32_vmath_impl.h: 8 floats, masks as all-ones lanes.
 struct VmathYmm {
   using Reg = __m256;
-  using Int = __m256i;
   using Mask = __m256;
   static Reg set1(float x) { return _mm256_set1_ps(x); }
-  static Int set1i(int i) { return _mm256_set1_epi32(i); }
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
-  static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  // A true division: correctly rounded.
+  static Reg reciprocal(Reg d) { return _mm256_div_ps(_mm256_set1_ps(1.0f), d); }
+  // 2^n applied as 2^(n/2) * 2^(n - n/2), both factors normal floats for n in [-152, 128].
+  static Reg scale_pow2(Reg p, Reg n) {
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  }
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static Reg fnmadd(Reg a, Reg b, Reg c) { return _mm256_fnmadd_ps(a, b, c); }
   static Reg min(Reg a, Reg b) { return _mm256_min_ps(a, b); }
@@ -39,12 +48,6 @@ struct VmathYmm {
   static Reg round(Reg x) {
     return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   }
-  static Int to_int(Reg x) { return _mm256_cvtps_epi32(x); }
-  static Int addi(Int a, Int b) { return _mm256_add_epi32(a, b); }
-  static Int subi(Int a, Int b) { return _mm256_sub_epi32(a, b); }
-  static Int srai(Int a, int n) { return _mm256_srai_epi32(a, n); }
-  static Int slli(Int a, int n) { return _mm256_slli_epi32(a, n); }
-  static Reg as_float(Int a) { return _mm256_castsi256_ps(a); }
   static Reg and_(Reg a, Reg b) { return _mm256_and_ps(a, b); }
   static Reg or_(Reg a, Reg b) { return _mm256_or_ps(a, b); }
   static Reg andnot(Reg a, Reg b) { return _mm256_andnot_ps(a, b); }

@@ -1,14 +1,15 @@
 // Vector approximations of exp, tanh, erf, sigmoid and GELU, written once over a vector type:
 // each including header (ukernels/f32_vmath_<isa>.h, for files built with that ISA's flags)
 // supplies `V` with
-//   Reg, Int (the same width of int32), Mask (a lane predicate),
-//   set1(x), set1i(i), zero(), add, sub, mul, div, fmadd(a, b, c) = a b + c,
+//   Reg, Mask (a lane predicate),
+//   set1(x), set1i(i), zero(), add, sub, mul, fmadd(a, b, c) = a b + c,
+//   reciprocal(d) (1 / d, correctly rounded or within 2 ulp), scale_pow2(p, n) (p 2^n for a
+//   float integer n in [-152, 128], overflow to inf, right in the denormal range),
 //   fnmadd(a, b, c) = c - a b, min(a, b), max(a, b) (b when either is NaN, as minps / maxps),
-//   round(x) (to nearest even), to_int(x) (round to nearest), addi, subi, srai(i, n), slli(i, n),
-//   as_float(i), and_(a, b), or_(a, b), andnot(a, b) = ~a & b,
+//   round(x) (to nearest even), and_(a, b), or_(a, b), andnot(a, b) = ~a & b,
 //   lt(a, b), gt(a, b) (ordered compares), select(mask, if_true, if_false),
-// and gets its own internal-linkage copy. Errors (the same algorithm and operation order at every
-// width): ukernels/f32_vmath_avx2.h.
+// and gets its own internal-linkage copy. Errors (the same algorithm at every width, the
+// reciprocal and the power of two each ISA's own): ukernels/f32_vmath_avx2.h.
 #pragma once
 
 namespace peregrine::cpu {
@@ -19,12 +20,10 @@ namespace vmath {
 // exp(x) = 2^n * e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in a
 // short high part, so n * hi is exact, and a low correction). e^r = 1 + r + r^2 P(r), P of
 // degree 5 (Cephes expf coefficients, a minimax fit on that interval). 2^n is applied as
-// 2^(n/2) * 2^(n - n/2) so both factors are normal floats for n in [-150, 128]: results near
-// FLT_MAX and in the denormal range come out right instead of as inf / 0.
+// V::scale_pow2, right near FLT_MAX and in the denormal range instead of inf / 0.
 template <typename V>
 inline typename V::Reg exp(typename V::Reg x) {
   using Reg = typename V::Reg;
-  using Int = typename V::Int;
   const Reg kMax = V::set1(88.72283935546875f);  // ~ln(FLT_MAX)
   const Reg kMin = V::set1(-105.0f);  // e^-105 rounds to 0; 2^(n/2) stays normal
   const Reg xc = V::max(kMin, V::min(kMax, x));
@@ -38,14 +37,7 @@ inline typename V::Reg exp(typename V::Reg x) {
   p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
   p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
   p = V::fmadd(p, V::mul(r, r), V::add(r, V::set1(1.0f)));
-  const Int ni = V::to_int(n);
-  const Int n1 = V::srai(ni, 1);
-  const Int n2 = V::subi(ni, n1);
-  const Int bias = V::set1i(127);
-  const Reg s1 = V::as_float(V::slli(V::addi(n1, bias), 23));
-  const Reg s2 = V::as_float(V::slli(V::addi(n2, bias), 23));
-  const Reg y = V::mul(V::mul(p, s1), s2);
-  return V::select(V::gt(x, kMax), V::set1(__builtin_inff()), y);
+  return V::select(V::gt(x, kMax), V::set1(__builtin_inff()), V::scale_pow2(p, n));
 }
 
 // exp(x) with results below the smallest normal float (x < ln(FLT_MIN)) flushed to 0: for sums of
@@ -58,12 +50,11 @@ inline typename V::Reg exp_flush(typename V::Reg x) {
   return V::select(V::lt(x, lo), V::zero(), exp<V>(V::max(lo, x)));
 }
 
-// 1 / (1 + exp(-x)); a true division keeps the relative error of exp.
+// 1 / (1 + exp(-x)); a reciprocal within 2 ulp keeps the relative error of exp.
 template <typename V>
 inline typename V::Reg sigmoid(typename V::Reg x) {
-  const typename V::Reg one = V::set1(1.0f);
   const typename V::Reg e = exp<V>(V::sub(V::zero(), x));
-  return V::div(one, V::add(one, e));
+  return V::reciprocal(V::add(V::set1(1.0f), e));
 }
 
 // |x| < 0.625: x + x^3 P(x^2), P of degree 4 (Cephes tanhf minimax coefficients);
@@ -82,7 +73,7 @@ inline typename V::Reg tanh(typename V::Reg x) {
   const Reg small = V::fmadd(V::mul(p, z), x, x);
   const Reg one = V::set1(1.0f);
   const Reg e = exp<V>(V::add(ax, ax));
-  const Reg t = V::sub(one, V::div(V::set1(2.0f), V::add(e, one)));
+  const Reg t = V::sub(one, V::mul(V::set1(2.0f), V::reciprocal(V::add(e, one))));
   const Reg large = V::or_(t, V::and_(sign_mask, x));
   return V::select(V::lt(ax, V::set1(0.625f)), small, large);
 }
@@ -94,7 +85,7 @@ template <typename V>
 inline typename V::Reg erfc_tail(typename V::Reg au) {
   using Reg = typename V::Reg;
   const Reg one = V::set1(1.0f);
-  const Reg t = V::div(one, V::fmadd(V::set1(0.3275911f), au, one));
+  const Reg t = V::reciprocal(V::fmadd(V::set1(0.3275911f), au, one));
   Reg poly = V::set1(1.061405429f);
   poly = V::fmadd(poly, t, V::set1(-1.453152027f));
   poly = V::fmadd(poly, t, V::set1(1.421413741f));
