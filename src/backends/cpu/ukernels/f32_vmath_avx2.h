@@ -20,6 +20,8 @@
 
 namespace peregrine::cpu::avx2 {
 
+namespace {  // internal linkage, like the approximations themselves
+
 // The vector type of f32_vmath_impl.h: 8 floats, masks as all-ones lanes.
 struct VmathYmm {
   using Reg = __m256;
@@ -55,6 +57,8 @@ struct VmathYmm {
   static Mask gt(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static Reg select(Mask m, Reg t, Reg f) { return _mm256_blendv_ps(f, t, m); }
 };
+
+}  // namespace
 
 inline __m256 exp_ps(__m256 x) { return vmath::exp<VmathYmm>(x); }
 inline __m256 exp_flush_ps(__m256 x) { return vmath::exp_flush<VmathYmm>(x); }

@@ -9,6 +9,8 @@
 
 namespace peregrine::cpu::avx512 {
 
+namespace {  // internal linkage: files of other ISA flags include this header too
+
 // The vector type of f32_vmath_impl.h: 16 floats, masks as k registers.
 struct VmathZmm {
   using Reg = __m512;
@@ -42,5 +44,7 @@ struct VmathZmm {
   static Mask gt(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
   static Reg select(Mask m, Reg t, Reg f) { return _mm512_mask_blend_ps(m, f, t); }
 };
+
+}  // namespace
 
 }  // namespace peregrine::cpu::avx512
