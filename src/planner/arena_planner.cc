@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "core/checked_math.h"
 #include "planner/in_place.h"
 #include "planner/liveness.h"
 
@@ -109,12 +110,52 @@ int64_t peak_live_bytes(const std::vector<Block>& blocks) {
   return peak;
 }
 
+namespace {
+
+struct ConcatSlice {
+  int concat_step;
+  int64_t byte_offset;  // in the Concat's output
+};
+
+// The Concat inputs that can be slices of their Concat's output: planned intermediates of the
+// output's dtype, each read once by that Concat, starting on an arena alignment boundary
+// within the output (kernels may store whole aligned vectors), and not already claimed by an
+// earlier Concat (DenseNet feeds one feature map to every later Concat of its block: the first
+// takes it, the rest copy it).
+std::map<std::string, ConcatSlice> find_concat_slices(
+    const ir::Graph& graph, const std::map<std::string, const ValueLifetime*>& by_name) {
+  std::map<std::string, ConcatSlice> slices;
+  for (size_t step = 0; step < graph.nodes.size(); ++step) {
+    const ir::Node& node = *graph.nodes[step];
+    if (node.outputs.size() != 1) continue;
+    auto out = by_name.find(node.outputs[0]);
+    if (out == by_name.end() || concat_slice_axis(node, out->second->dims) < 0) continue;
+    const DType dtype = out->second->dtype;
+    int64_t offset = 0;
+    for (const std::string& in : node.inputs) {
+      const ir::Value* v = in.empty() ? nullptr : graph.find_value(in);
+      auto n = v && v->type.is_static() ? checked_product(v->type.dims) : std::nullopt;
+      if (!n) break;  // the offsets of the later inputs are unknown
+      auto it = by_name.find(in);
+      if (it != by_name.end() && it->second->dtype == dtype && offset % kArenaAlignment == 0 &&
+          !slices.count(in) && std::count(node.inputs.begin(), node.inputs.end(), in) == 1)
+        slices[in] = {static_cast<int>(step), offset};
+      offset += *n * static_cast<int64_t>(dtype_size(dtype));
+    }
+  }
+  return slices;
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const ir::Graph& graph) {
   MemoryPlan plan;
   std::vector<ValueLifetime> lifetimes = compute_liveness(graph);
   std::map<std::string, const ValueLifetime*> by_name;
   for (const auto& v : lifetimes)
     if (v.bytes > 0) by_name[v.name] = &v;
+  const std::map<std::string, ConcatSlice> slices = find_concat_slices(graph, by_name);
+  std::map<int, int> concat_block;  // Concat step -> its output's block, once created
   for (size_t step = 0; step < graph.nodes.size(); ++step) {
     const ir::Node& node = *graph.nodes[step];
     const int s = static_cast<int>(step);
@@ -122,16 +163,40 @@ MemoryPlan plan_memory(const ir::Graph& graph) {
       auto it = by_name.find(node.outputs[o]);
       if (it == by_name.end()) continue;
       const ValueLifetime& v = *it->second;
-      PlannedValue pv{-1, 0, v.bytes, v.dtype, v.dims, false};
+      PlannedValue pv{-1, 0, 0, v.bytes, v.dtype, v.dims, false};
       // The planned value input k of this node lives in, if any.
       auto input_entry = [&](size_t k) -> const PlannedValue* {
         if (k >= node.inputs.size()) return nullptr;
         auto p = plan.values.find(node.inputs[k]);
         return p == plan.values.end() ? nullptr : &p->second;
       };
-      if (o == 0 && is_view_of_input(node)) {
+      // A Concat input: a slice of the block its Concat's output will have (created by the
+      // first of its inputs, sized for the output, live from here).
+      if (auto slice = slices.find(v.name); slice != slices.end()) {
+        auto [entry, created] = concat_block.try_emplace(slice->second.concat_step, -1);
+        if (created) {
+          const ir::Node& concat = *graph.nodes[static_cast<size_t>(slice->second.concat_step)];
+          entry->second = static_cast<int>(plan.blocks.size());
+          plan.blocks.push_back({by_name.at(concat.outputs[0])->bytes, s, v.last});
+        }
+        pv.block = entry->second;
+        pv.block_offset = slice->second.byte_offset;
+        Block& b = plan.blocks[pv.block];
+        b.last = std::max(b.last, v.last);
+        ++plan.concat_slices;
+        plan.unshared_bytes += align_up(v.bytes);
+        plan.values.emplace(v.name, std::move(pv));
+        continue;
+      }
+      // A Concat's output, where inputs already sit in its block: the rest is copied in.
+      if (auto group = concat_block.find(s); o == 0 && group != concat_block.end())
+        pv.block = group->second;
+      if (o == 0 && pv.block < 0 && is_view_of_input(node)) {
         const PlannedValue* in = input_entry(0);
-        if (in && in->bytes == v.bytes) pv.block = in->block;
+        if (in && in->bytes == v.bytes) {
+          pv.block = in->block;
+          pv.block_offset = in->block_offset;
+        }
       }
       for (size_t k = 0; o == 0 && pv.block < 0 && k < node.inputs.size(); ++k) {
         const PlannedValue* in = input_entry(k);
@@ -145,7 +210,10 @@ MemoryPlan plan_memory(const ir::Graph& graph) {
           const PlannedValue* other = input_entry(j);
           clash |= other && node.inputs[j] != node.inputs[k] && other->block == in->block;
         }
-        if (!clash) pv.block = in->block;
+        if (!clash) {
+          pv.block = in->block;
+          pv.block_offset = in->block_offset;
+        }
       }
       if (pv.block >= 0) {
         Block& b = plan.blocks[pv.block];
@@ -161,7 +229,8 @@ MemoryPlan plan_memory(const ir::Graph& graph) {
     }
   }
   plan.layout = place_blocks(plan.blocks);
-  for (auto& [name, pv] : plan.values) pv.offset = plan.layout.offsets[pv.block];
+  for (auto& [name, pv] : plan.values)
+    pv.offset = plan.layout.offsets[pv.block] + pv.block_offset;
   plan.arena_bytes = plan.layout.arena_bytes;
   plan.lower_bound_bytes = peak_live_bytes(plan.blocks);
   return plan;

@@ -1,6 +1,8 @@
 // Static memory plan: every intermediate tensor with a static shape gets a byte offset in one
 // arena, so that tensors alive at the same step never overlap. Elementwise steps may write
-// over an input that dies there (in place), views (Reshape, ...) share their input's block.
+// over an input that dies there (in place), views (Reshape, ...) share their input's block,
+// and the inputs of a Concat may be placed as slices of its output's block (their producers
+// then write the concatenation; the Concat kernel skips a part already in place).
 //
 // Offsets come from a few greedy heuristics (by size, by first use, by size x duration, by
 // duration), each placing a block in the smallest gap it fits among the blocks it overlaps in
@@ -44,6 +46,7 @@ inline bool live_together(const Block& a, const Block& b) {
 struct PlannedValue {
   int block = 0;
   int64_t offset = 0;   // in the arena
+  int64_t block_offset = 0;  // within its block (a slice of a Concat's output), else 0
   int64_t bytes = 0;
   DType dtype = DType::kUndefined;
   Shape dims;
@@ -58,6 +61,7 @@ struct MemoryPlan {
   int64_t lower_bound_bytes = 0;  // peak_live_bytes(blocks)
   int64_t unshared_bytes = 0;     // every planned value in its own (aligned) buffer
   int in_place_steps = 0;         // outputs that share their input's block
+  int concat_slices = 0;          // Concat inputs placed in their Concat's output
 };
 
 // Plans the intermediates of `graph` that have static shapes after load-time inference.

@@ -35,4 +35,16 @@ bool is_view_of_input(const ir::Node& node) {
   return kViews.count(node.op_type) > 0;
 }
 
+int64_t concat_slice_axis(const ir::Node& node, const Shape& out_dims) {
+  if (!in_onnx_domain(node) || node.op_type != "Concat" || node.outputs.size() != 1) return -1;
+  const ir::Attribute* a = node.attribute("axis");
+  if (!a || a->type != ir::Attribute::Type::kInt) return -1;
+  const int64_t rank = static_cast<int64_t>(out_dims.size());
+  const int64_t axis = a->i < 0 ? a->i + rank : a->i;
+  if (axis < 0 || axis >= rank) return -1;
+  for (int64_t d = 0; d < axis; ++d)
+    if (out_dims[static_cast<size_t>(d)] != 1) return -1;
+  return axis;
+}
+
 }  // namespace peregrine::planner

@@ -18,4 +18,10 @@ bool may_run_in_place(const ir::Node& node, size_t k);
 // either does, so the kernel's zero-copy view stays valid.
 bool is_view_of_input(const ir::Node& node);
 
+// Where the planner may place the inputs of a Concat as slices of its output, so that their
+// producers write straight into it and the Concat copies nothing for them: a Concat whose output
+// is `out_dims` laid out so each input is one contiguous run (every dim before the axis is 1).
+// Returns the axis, or -1.
+int64_t concat_slice_axis(const ir::Node& node, const Shape& out_dims);
+
 }  // namespace peregrine::planner

@@ -170,6 +170,7 @@ MemoryPlanStats Session::memory_plan_stats() const {
     stats.unshared_bytes = p->unshared_bytes;
     stats.planned_values = static_cast<int64_t>(p->values.size());
     stats.in_place_steps = p->in_place_steps;
+    stats.concat_slices = p->concat_slices;
   }
   return stats;
 }

@@ -125,7 +125,8 @@ int cmd_inspect(int argc, char** argv) {
     o << "}, \"parameters\": " << sum.parameters << ", \"parameter_bytes\": " << sum.parameter_bytes
       << ", \"flops\": " << static_cast<int64_t>(sum.flops) << ", \"arena_bytes\": "
       << mem.arena_bytes << ", \"arena_lower_bound_bytes\": " << mem.lower_bound_bytes
-      << ", \"unshared_bytes\": " << mem.unshared_bytes;
+      << ", \"unshared_bytes\": " << mem.unshared_bytes
+      << ", \"concat_parts_in_place\": " << mem.concat_slices;
     if (args.is_set("kernels")) {
       o << ", \"kernels\": [";
       for (size_t i = 0; i < kernels.size(); ++i)
@@ -154,10 +155,12 @@ int cmd_inspect(int argc, char** argv) {
     std::snprintf(buf, sizeof buf, "%.3f GFLOP", sum.flops / 1e9);
     o << "flops:      " << buf << " per run\n";
     // The static activation arena against its lower bound and against no sharing at all.
-    std::snprintf(buf, sizeof buf, "%.2f MB (lower bound %.2f MB, %.3fx; unshared %.2f MB)",
+    std::snprintf(buf, sizeof buf,
+                  "%.2f MB (lower bound %.2f MB, %.3fx; unshared %.2f MB; %lld Concat parts "
+                  "written in place)",
                   mem.arena_bytes / 1e6, mem.lower_bound_bytes / 1e6,
                   mem.lower_bound_bytes ? double(mem.arena_bytes) / mem.lower_bound_bytes : 1.0,
-                  mem.unshared_bytes / 1e6);
+                  mem.unshared_bytes / 1e6, static_cast<long long>(mem.concat_slices));
     o << "arena:      " << buf << "\n";
   }
   if (args.is_set("graph") && !args.is_set("json")) o << "\n" << ir::print_graph(model.graph);

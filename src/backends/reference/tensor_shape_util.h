@@ -37,8 +37,9 @@ inline void copy_range(const Tensor& src, int64_t src_offset, Tensor& dst, int64
     return;
   }
   const size_t size = dtype_size(src.dtype());
-  std::memcpy(static_cast<uint8_t*>(dst.raw()) + dst_offset * size,
-              static_cast<const uint8_t*>(src.raw()) + src_offset * size, count * size);
+  uint8_t* to = static_cast<uint8_t*>(dst.raw()) + dst_offset * size;
+  const uint8_t* from = static_cast<const uint8_t*>(src.raw()) + src_offset * size;
+  if (to != from) std::memcpy(to, from, count * size);  // equal: a Concat part planned in place
 }
 
 // Coordinates of a flat index in a row-major shape.

@@ -36,10 +36,12 @@ void copy_runs(char* whole, const std::vector<char*>& parts, const std::vector<i
       const int64_t n = std::min(run_bytes[p] - in_row, end - pos);
       if (parts[p] != nullptr) {
         char* part = parts[p] + o * run_bytes[p] + in_row;
-        if (gather)
-          std::memcpy(whole + pos, part, static_cast<size_t>(n));
-        else
+        if (gather) {
+          if (part != whole + pos)  // else the memory plan put the part there already
+            std::memcpy(whole + pos, part, static_cast<size_t>(n));
+        } else {
           std::memcpy(part, whole + pos, static_cast<size_t>(n));
+        }
       }
       pos += n;
       in_row = 0;
