@@ -10,6 +10,17 @@
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 namespace peregrine::cpu {
+
+// The per-ISA epilogues (gemm/f32-gemm-epilogue-<isa>.cc).
+namespace avx2 {
+void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                             size_t col0, const GemmEpilogue& ep);
+}  // namespace avx2
+namespace avx512 {
+void f32_gemm_epilogue__avx512(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
+                               size_t col0, const GemmEpilogue& ep);
+}  // namespace avx512
+
 namespace {
 
 template <Activation kAct>
