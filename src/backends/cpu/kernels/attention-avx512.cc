@@ -19,7 +19,7 @@ namespace peregrine::cpu::avx512 {
 
 namespace {
 
-constexpr int64_t kPanel = 32;  // keys per packed panel: one 4 x 32 tile's columns
+constexpr int64_t kPanel = 32;  // keys per packed panel: one 6 x 32 tile's columns
 
 // exp(x) for x <= 88, as exp256 in the AVX2 file (Cody-Waite reduction, degree-5 polynomial,
 // ~2 ulp); x < ln(FLT_MIN), including -inf, gives exactly 0.

@@ -83,8 +83,8 @@ using F32AttentionTileFn = void (*)(const AttentionTile& tile);
 namespace scalar {
 void f32_attention_tile__scalar(const AttentionTile& tile);
 }  // namespace scalar
-// The vector tiles: kernels/attention_tile_impl.h over 8 lanes (AVX2, 4-row x 16-column register
-// tiles) and 16 (AVX-512, 4 x 32).
+// The vector tiles: kernels/attention_tile_impl.h over 8 lanes (AVX2, 6-row x 16-column register
+// tiles) and 16 (AVX-512, 6 x 32).
 namespace avx2 {
 void f32_attention_tile__avx2(const AttentionTile& tile);
 }  // namespace avx2

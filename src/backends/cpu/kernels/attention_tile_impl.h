@@ -8,13 +8,13 @@
 //
 // Per key block of up to kAttentionKeyBlock (64) keys:
 //   1. S(rows, kb) = Q K^T as a small GEMM on the packed key panels and a contiguous copy of the
-//      tile's queries; register tile 4 queries x 2 vectors of keys: 8 accumulators, 2 panel
-//      loads and 4 broadcasts of Q per feature, no horizontal sums.
+//      tile's queries; register tile 6 queries x 2 vectors of keys: 12 accumulators, 2 panel
+//      loads and 6 broadcasts of Q per feature, no horizontal sums.
 //   2. Per row: S = S * scale + mask over the visible keys; invisible ones (causal, or past kb up
 //      to the next whole vector) are -inf, so the block is processed in whole vectors: running
 //      max, P = exp(S - m), row sum, and the accumulator row rescaled when m grew.
 //   3. acc(rows, dv) += P(rows, kb) V(kb, dv), V from a contiguous copy of the block with its
-//      rows zero-padded to whole vectors. Register tile: 4 rows x 2 vectors (the same
+//      rows zero-padded to whole vectors. Register tile: 6 rows x 2 vectors (the same
 //      micro-kernel as step 1); then 1-vector tiles.
 #pragma once
 
@@ -30,6 +30,9 @@ namespace peregrine::cpu {
 namespace {
 
 constexpr int64_t kKeyBlock = kAttentionKeyBlock;
+// Query rows per register tile of both products: 6 rows x 2 vectors, 12 accumulators fed by 2
+// loads and 6 broadcasts per step (4 rows had 8 accumulators for 2 loads and 4 broadcasts).
+constexpr int kTileRows = 6;
 
 struct AttentionScratch {
   std::vector<float> scores;  // (kAttentionQueryBlock, kKeyBlock)
@@ -68,16 +71,18 @@ inline void attention_grow(std::vector<float>& v, int64_t n) {
 template <typename V, int R, int NV, bool kAccumulate = true>
 inline void pv_tile(const float* p, int64_t p_rs, int64_t kb, const float* v, int64_t v_rs,
                     float* acc, int64_t acc_rs) {
-  static_assert(R >= 1 && R <= 4 && NV >= 1 && NV <= 2);
+  static_assert(R >= 1 && R <= kTileRows && NV >= 1 && NV <= 2);
   constexpr int64_t L = V::kLanes;
   using Reg = typename V::Reg;
   const Reg zero = V::zero();
   Reg c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero, c30 = zero,
-      c31 = zero;
+      c31 = zero, c40 = zero, c41 = zero, c50 = zero, c51 = zero;
   float* a0 = acc;
   float* a1 = acc + acc_rs;
   float* a2 = acc + 2 * acc_rs;
   float* a3 = acc + 3 * acc_rs;
+  float* a4 = acc + 4 * acc_rs;
+  float* a5 = acc + 5 * acc_rs;
   if constexpr (kAccumulate) {
     c00 = V::loadu(a0);
     if constexpr (NV > 1) c01 = V::loadu(a0 + L);
@@ -87,6 +92,10 @@ inline void pv_tile(const float* p, int64_t p_rs, int64_t kb, const float* v, in
     if constexpr (R > 2 && NV > 1) c21 = V::loadu(a2 + L);
     if constexpr (R > 3) c30 = V::loadu(a3);
     if constexpr (R > 3 && NV > 1) c31 = V::loadu(a3 + L);
+    if constexpr (R > 4) c40 = V::loadu(a4);
+    if constexpr (R > 4 && NV > 1) c41 = V::loadu(a4 + L);
+    if constexpr (R > 5) c50 = V::loadu(a5);
+    if constexpr (R > 5 && NV > 1) c51 = V::loadu(a5 + L);
   }
   for (int64_t j = 0; j < kb; ++j, v += v_rs) {
     const Reg y0 = V::loadu(v);
@@ -109,6 +118,16 @@ inline void pv_tile(const float* p, int64_t p_rs, int64_t kb, const float* v, in
       c30 = V::fmadd(pr, y0, c30);
       if constexpr (NV > 1) c31 = V::fmadd(pr, y1, c31);
     }
+    if constexpr (R > 4) {
+      pr = V::set1(p[4 * p_rs + j]);
+      c40 = V::fmadd(pr, y0, c40);
+      if constexpr (NV > 1) c41 = V::fmadd(pr, y1, c41);
+    }
+    if constexpr (R > 5) {
+      pr = V::set1(p[5 * p_rs + j]);
+      c50 = V::fmadd(pr, y0, c50);
+      if constexpr (NV > 1) c51 = V::fmadd(pr, y1, c51);
+    }
   }
   V::storeu(a0, c00);
   if constexpr (NV > 1) V::storeu(a0 + L, c01);
@@ -118,6 +137,10 @@ inline void pv_tile(const float* p, int64_t p_rs, int64_t kb, const float* v, in
   if constexpr (R > 2 && NV > 1) V::storeu(a2 + L, c21);
   if constexpr (R > 3) V::storeu(a3, c30);
   if constexpr (R > 3 && NV > 1) V::storeu(a3 + L, c31);
+  if constexpr (R > 4) V::storeu(a4, c40);
+  if constexpr (R > 4 && NV > 1) V::storeu(a4 + L, c41);
+  if constexpr (R > 5) V::storeu(a5, c50);
+  if constexpr (R > 5 && NV > 1) V::storeu(a5 + L, c51);
 }
 
 template <typename V, int R>
@@ -141,10 +164,15 @@ template <typename V>
 __attribute__((noinline)) void pv_accumulate(const float* p, int64_t rows, int64_t kb,
                                              const float* v, int64_t v_rs, float* acc, int64_t dv) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) pv_rows<V, 4>(p + r * kKeyBlock, kb, v, v_rs, acc + r * dv, dv);
+  for (; r + kTileRows <= rows; r += kTileRows)
+    pv_rows<V, kTileRows>(p + r * kKeyBlock, kb, v, v_rs, acc + r * dv, dv);
   const float* pr = p + r * kKeyBlock;
   float* ar = acc + r * dv;
   switch (rows - r) {
+    case 5:
+      return pv_rows<V, 5>(pr, kb, v, v_rs, ar, dv);
+    case 4:
+      return pv_rows<V, 4>(pr, kb, v, v_rs, ar, dv);
     case 3:
       return pv_rows<V, 3>(pr, kb, v, v_rs, ar, dv);
     case 2:
@@ -165,11 +193,18 @@ __attribute__((noinline)) void qk_scores(const float* q, int64_t rows, int64_t k
   for (int64_t j0 = 0; j0 < kb; j0 += kPanel) {
     const float* panel = panels + (j0 / kPanel) * kPanel * d;
     int64_t r = 0;
-    for (; r + 4 <= rows; r += 4)
-      pv_tile<V, 4, 2, false>(q + r * d, d, d, panel, kPanel, s + r * kKeyBlock + j0, kKeyBlock);
+    for (; r + kTileRows <= rows; r += kTileRows)
+      pv_tile<V, kTileRows, 2, false>(q + r * d, d, d, panel, kPanel, s + r * kKeyBlock + j0,
+                                      kKeyBlock);
     const float* qr = q + r * d;
     float* sr = s + r * kKeyBlock + j0;
     switch (rows - r) {
+      case 5:
+        pv_tile<V, 5, 2, false>(qr, d, d, panel, kPanel, sr, kKeyBlock);
+        break;
+      case 4:
+        pv_tile<V, 4, 2, false>(qr, d, d, panel, kPanel, sr, kKeyBlock);
+        break;
       case 3:
         pv_tile<V, 3, 2, false>(qr, d, d, panel, kPanel, sr, kKeyBlock);
         break;
