@@ -115,33 +115,59 @@ namespace {
 struct ConcatSlice {
   int concat_step;
   int64_t byte_offset;  // in the Concat's output
+  // The output of an earlier Concat whose parts all sit, in order, in this Concat's output: a
+  // view of that range, already written when it is produced.
+  bool written_by_parts = false;
 };
 
 // The Concat inputs that can be slices of their Concat's output: planned intermediates of the
 // output's dtype, each read once by that Concat, starting on an arena alignment boundary
-// within the output (kernels may store whole aligned vectors), and not already claimed by an
-// earlier Concat (DenseNet feeds one feature map to every later Concat of its block: the first
-// takes it, the rest copy it).
+// within the output (kernels may store whole aligned vectors). A value read by several Concats
+// goes to the last one; an earlier Concat all of whose parts it holds in the same order (a
+// DenseNet block concatenates every feature map so far, layer after layer) then becomes a view
+// of that range, and copies nothing either.
 std::map<std::string, ConcatSlice> find_concat_slices(
     const ir::Graph& graph, const std::map<std::string, const ValueLifetime*>& by_name) {
   std::map<std::string, ConcatSlice> slices;
-  for (size_t step = 0; step < graph.nodes.size(); ++step) {
+  // Per eligible Concat step: its parts' byte offsets in its output (-1: not a plannable part).
+  std::map<int, std::vector<int64_t>> part_offsets;
+  for (size_t step = graph.nodes.size(); step-- > 0;) {
     const ir::Node& node = *graph.nodes[step];
     if (node.outputs.size() != 1) continue;
     auto out = by_name.find(node.outputs[0]);
     if (out == by_name.end() || concat_slice_axis(node, out->second->dims) < 0) continue;
     const DType dtype = out->second->dtype;
+    std::vector<int64_t>& offsets = part_offsets[static_cast<int>(step)];
     int64_t offset = 0;
     for (const std::string& in : node.inputs) {
       const ir::Value* v = in.empty() ? nullptr : graph.find_value(in);
       auto n = v && v->type.is_static() ? checked_product(v->type.dims) : std::nullopt;
       if (!n) break;  // the offsets of the later inputs are unknown
       auto it = by_name.find(in);
-      if (it != by_name.end() && it->second->dtype == dtype && offset % kArenaAlignment == 0 &&
-          !slices.count(in) && std::count(node.inputs.begin(), node.inputs.end(), in) == 1)
-        slices[in] = {static_cast<int>(step), offset};
+      const bool part = it != by_name.end() && it->second->dtype == dtype &&
+                        offset % kArenaAlignment == 0 &&
+                        std::count(node.inputs.begin(), node.inputs.end(), in) == 1;
+      offsets.push_back(part ? offset : -1);
+      if (part && !slices.count(in)) slices[in] = {static_cast<int>(step), offset};
       offset += *n * static_cast<int64_t>(dtype_size(dtype));
     }
+  }
+  for (const auto& [step, offsets] : part_offsets) {
+    const ir::Node& node = *graph.nodes[static_cast<size_t>(step)];
+    if (offsets.size() != node.inputs.size() || offsets.empty() ||
+        slices.count(node.outputs[0]))
+      continue;
+    auto first = slices.find(node.inputs[0]);
+    if (offsets[0] != 0 || first == slices.end() || first->second.concat_step == step) continue;
+    const ConcatSlice& host = first->second;
+    bool in_order = true;
+    for (size_t i = 0; i < offsets.size() && in_order; ++i) {
+      auto it = slices.find(node.inputs[i]);
+      in_order = offsets[i] >= 0 && it != slices.end() &&
+                 it->second.concat_step == host.concat_step &&
+                 it->second.byte_offset == host.byte_offset + offsets[i];
+    }
+    if (in_order) slices[node.outputs[0]] = {host.concat_step, host.byte_offset, true};
   }
   return slices;
 }
@@ -181,6 +207,7 @@ MemoryPlan plan_memory(const ir::Graph& graph) {
         }
         pv.block = entry->second;
         pv.block_offset = slice->second.byte_offset;
+        pv.shares_input = slice->second.written_by_parts;
         Block& b = plan.blocks[pv.block];
         b.last = std::max(b.last, v.last);
         ++plan.concat_slices;

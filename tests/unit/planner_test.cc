@@ -163,9 +163,9 @@ TEST(ArenaPlanner, PlannedRunMatchesUnplanned) {
 
 // Concat inputs become slices of the Concat's output block where they may: planned
 // intermediates starting on an alignment boundary within the output, read once by that Concat,
-// claimed by the first Concat only; a graph input, a misaligned part and a Concat whose parts
-// are not contiguous runs (a non-unit dim before the axis) are copied. Planned runs, on the
-// reference and the CPU backends, equal unplanned ones.
+// claimed by the last Concat that reads them; a graph input, a misaligned part and a Concat
+// whose parts are not contiguous runs (a non-unit dim before the axis) are copied. Planned runs,
+// on the reference and the CPU backends, equal unplanned ones.
 TEST(ArenaPlanner, ConcatInputsAsSlicesOfTheOutput) {
   auto build = [] {
     GraphBuilder b;
@@ -173,10 +173,10 @@ TEST(ArenaPlanner, ConcatInputsAsSlicesOfTheOutput) {
     std::string y = b.input("y", {1, 3, 2, 2});
     std::string a = b.op("Relu", {x});     // 256 bytes at offset 0: a slice
     std::string c = b.op("Exp", {y});      // 48 bytes at 256: a slice
-    std::string m = b.op("Sigmoid", {x});  // at 304: not aligned, copied
+    std::string m = b.op("Sigmoid", {x});  // at 304 in cat: not aligned there
     auto& cat = b.node("Concat", {a, c, m, x}, {"cat"});  // x: a graph input, copied
     cat.attributes["axis"] = testing::int_attr("axis", 1);
-    auto& cat2 = b.node("Concat", {a, m}, {"cat2"});  // a is taken: copied; m: a slice at 256
+    auto& cat2 = b.node("Concat", {a, m}, {"cat2"});  // takes a (at 0) and m (at 256)
     cat2.attributes["axis"] = testing::int_attr("axis", 1);
     std::string t = b.op("Transpose", {b.op("Tanh", {x})});  // (2, 2, 16, 1)
     auto& cat3 = b.node("Concat", {t, t}, {"cat3"});  // parts not contiguous along axis 2
@@ -192,14 +192,14 @@ TEST(ArenaPlanner, ConcatInputsAsSlicesOfTheOutput) {
   const std::string a = g.nodes[0]->outputs[0], c = g.nodes[1]->outputs[0];
   const std::string m = g.nodes[2]->outputs[0];
   ASSERT_TRUE(v.count(a) && v.count(c) && v.count(m) && v.count("cat") && v.count("cat2"));
-  EXPECT_EQ(v[a].block, v["cat"].block);
-  EXPECT_EQ(v[a].offset, v["cat"].offset);
+  EXPECT_EQ(v[a].block, v["cat2"].block);
+  EXPECT_EQ(v[a].offset, v["cat2"].offset);
   EXPECT_EQ(v[c].block, v["cat"].block);
   EXPECT_EQ(v[c].offset, v["cat"].offset + 256);
   EXPECT_TRUE(v["cat"].shares_input);
   EXPECT_NE(v[m].block, v["cat"].block);
   EXPECT_EQ(v[m].block, v["cat2"].block);
-  EXPECT_EQ(v[m].offset, v["cat2"].offset + 256);  // after a (copied)
+  EXPECT_EQ(v[m].offset, v["cat2"].offset + 256);
   EXPECT_NE(v["cat3"].block, v[g.nodes[4]->outputs[0]].block);
   EXPECT_EQ(plan.concat_slices, 3);
   EXPECT_EQ(plan.blocks[static_cast<size_t>(v["cat"].block)].bytes, 4 * (16 + 3 + 16 + 16) * 4);
@@ -221,6 +221,52 @@ TEST(ArenaPlanner, ConcatInputsAsSlicesOfTheOutput) {
       for (auto& o : *want) wt.push_back(o.tensor);
       testing::expect_close(gt, wt, 0);
     }
+  }
+}
+
+// A DenseNet-style chain: each Concat takes every feature map so far. The last Concat owns them
+// all; the earlier one, whose parts it holds in the same order, is a view of that prefix, so no
+// Concat copies anything. Planned runs equal unplanned ones on both backends.
+TEST(ArenaPlanner, ConcatPrefixOfALaterConcatIsAView) {
+  GraphBuilder b;
+  std::string x = b.input("x", {1, 16, 2, 2});
+  std::string x0 = b.op("Relu", {x});
+  std::string f1 = b.op("Neg", {x0});
+  auto& c2 = b.node("Concat", {x0, f1}, {"c2"});
+  c2.attributes["axis"] = testing::int_attr("axis", 1);
+  std::string f2 = b.op("Exp", {x});
+  auto& all = b.node("Concat", {x0, f1, f2}, {"all"});
+  all.attributes["axis"] = testing::int_attr("axis", 1);
+  b.output(b.op("Sigmoid", {c2.outputs[0]}));
+  b.output(b.op("Tanh", {all.outputs[0]}));
+  ir::Graph g = b.build();
+  planner::MemoryPlan plan = planner::plan_memory(g);
+  auto& v = plan.values;
+  const int block = v["all"].block;
+  const int64_t base = v["all"].offset;
+  for (const auto& [name, off] :
+       std::vector<std::pair<std::string, int64_t>>{{x0, 0}, {f1, 256}, {f2, 512}, {"c2", 0}}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(v[name].block, block);
+    EXPECT_EQ(v[name].offset, base + off);
+  }
+  EXPECT_TRUE(v["c2"].shares_input);  // written by its parts: no zero fill before the Concat
+  EXPECT_TRUE(v["all"].shares_input);
+  expect_valid_layout(plan.blocks, plan.layout);
+  for (const Backend* backend : std::vector<const Backend*>{&reference_backend(), &cpu_backend()}) {
+    SCOPED_TRACE(backend->name());
+    auto planned = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/true);
+    auto plain = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/false);
+    ASSERT_TRUE(planned.is_ok() && plain.is_ok());
+    std::map<std::string, RuntimeValue> in{
+        {x, RuntimeValue::of(testing::random_tensor({1, 16, 2, 2}, 3))}};
+    auto got = (*planned)->run(in, nullptr);
+    auto want = (*plain)->run(in, nullptr);
+    ASSERT_TRUE(got.is_ok() && want.is_ok());
+    std::vector<Tensor> gt, wt;
+    for (auto& o : *got) gt.push_back(o.tensor);
+    for (auto& o : *want) wt.push_back(o.tensor);
+    testing::expect_close(gt, wt, 0);
   }
 }
 
