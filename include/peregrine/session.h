@@ -51,7 +51,7 @@ struct MemoryPlanStats {
   int64_t unshared_bytes = 0;     // every planned tensor in its own buffer
   int64_t planned_values = 0;
   int64_t in_place_steps = 0;     // outputs written over (or viewing) an input's block
-  int64_t concat_slices = 0;      // Concat inputs written straight into the Concat's output
+  int64_t concat_slices = 0;      // values written straight into a Concat's output (no copy)
 };
 
 // One graph input or output as a user sees it.

@@ -61,7 +61,7 @@ struct MemoryPlan {
   int64_t lower_bound_bytes = 0;  // peak_live_bytes(blocks)
   int64_t unshared_bytes = 0;     // every planned value in its own (aligned) buffer
   int in_place_steps = 0;         // outputs that share their input's block
-  int concat_slices = 0;          // Concat inputs placed in their Concat's output
+  int concat_slices = 0;          // values placed in a Concat's output (inputs, prefix views)
 };
 
 // Plans the intermediates of `graph` that have static shapes after load-time inference.

@@ -126,7 +126,7 @@ int cmd_inspect(int argc, char** argv) {
       << ", \"flops\": " << static_cast<int64_t>(sum.flops) << ", \"arena_bytes\": "
       << mem.arena_bytes << ", \"arena_lower_bound_bytes\": " << mem.lower_bound_bytes
       << ", \"unshared_bytes\": " << mem.unshared_bytes
-      << ", \"concat_parts_in_place\": " << mem.concat_slices;
+      << ", \"values_in_concat_outputs\": " << mem.concat_slices;
     if (args.is_set("kernels")) {
       o << ", \"kernels\": [";
       for (size_t i = 0; i < kernels.size(); ++i)
@@ -156,8 +156,8 @@ int cmd_inspect(int argc, char** argv) {
     o << "flops:      " << buf << " per run\n";
     // The static activation arena against its lower bound and against no sharing at all.
     std::snprintf(buf, sizeof buf,
-                  "%.2f MB (lower bound %.2f MB, %.3fx; unshared %.2f MB; %lld Concat parts "
-                  "written in place)",
+                  "%.2f MB (lower bound %.2f MB, %.3fx; unshared %.2f MB; %lld values "
+                  "written into Concat outputs)",
                   mem.arena_bytes / 1e6, mem.lower_bound_bytes / 1e6,
                   mem.lower_bound_bytes ? double(mem.arena_bytes) / mem.lower_bound_bytes : 1.0,
                   mem.unshared_bytes / 1e6, static_cast<long long>(mem.concat_slices));
