@@ -161,6 +161,26 @@ TEST(ArenaPlanner, PlannedRunMatchesUnplanned) {
   testing::expect_close(first, first_copy, 0);  // not overwritten by the second run
 }
 
+// The graph run with and without a memory plan, on the reference and the CPU backends (2
+// threads): the same outputs to the bit.
+void expect_planned_runs_exact(const ir::Graph& g, const std::map<std::string, Tensor>& inputs) {
+  for (const Backend* backend : std::vector<const Backend*>{&reference_backend(), &cpu_backend()}) {
+    SCOPED_TRACE(backend->name());
+    auto planned = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/true);
+    auto plain = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/false);
+    ASSERT_TRUE(planned.is_ok() && plain.is_ok());
+    std::map<std::string, RuntimeValue> in;
+    for (const auto& [name, t] : inputs) in[name] = RuntimeValue::of(t);
+    auto got = (*planned)->run(in, nullptr);
+    auto want = (*plain)->run(in, nullptr);
+    ASSERT_TRUE(got.is_ok() && want.is_ok());
+    std::vector<Tensor> gt, wt;
+    for (auto& o : *got) gt.push_back(o.tensor);
+    for (auto& o : *want) wt.push_back(o.tensor);
+    testing::expect_close(gt, wt, 0);
+  }
+}
+
 // Concat inputs become slices of the Concat's output block where they may: planned
 // intermediates starting on an alignment boundary within the output, read once by that Concat,
 // claimed by the last Concat that reads them; a graph input, a misaligned part and a Concat
@@ -204,24 +224,9 @@ TEST(ArenaPlanner, ConcatInputsAsSlicesOfTheOutput) {
   EXPECT_EQ(plan.concat_slices, 3);
   EXPECT_EQ(plan.blocks[static_cast<size_t>(v["cat"].block)].bytes, 4 * (16 + 3 + 16 + 16) * 4);
   expect_valid_layout(plan.blocks, plan.layout);
-  for (const Backend* backend : std::vector<const Backend*>{&reference_backend(), &cpu_backend()}) {
-    SCOPED_TRACE(backend->name());
-    auto planned = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/true);
-    auto plain = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/false);
-    ASSERT_TRUE(planned.is_ok() && plain.is_ok());
-    for (uint64_t seed : {1, 2}) {
-      std::map<std::string, RuntimeValue> in{
-          {"x", RuntimeValue::of(testing::random_tensor({1, 16, 2, 2}, seed))},
-          {"y", RuntimeValue::of(testing::random_tensor({1, 3, 2, 2}, seed + 10))}};
-      auto got = (*planned)->run(in, nullptr);
-      auto want = (*plain)->run(in, nullptr);
-      ASSERT_TRUE(got.is_ok() && want.is_ok());
-      std::vector<Tensor> gt, wt;
-      for (auto& o : *got) gt.push_back(o.tensor);
-      for (auto& o : *want) wt.push_back(o.tensor);
-      testing::expect_close(gt, wt, 0);
-    }
-  }
+  for (uint64_t seed : {1, 2})
+    expect_planned_runs_exact(g, {{"x", testing::random_tensor({1, 16, 2, 2}, seed)},
+                                  {"y", testing::random_tensor({1, 3, 2, 2}, seed + 10)}});
 }
 
 // A DenseNet-style chain: each Concat takes every feature map so far. The last Concat owns them
@@ -253,21 +258,7 @@ TEST(ArenaPlanner, ConcatPrefixOfALaterConcatIsAView) {
   EXPECT_TRUE(v["c2"].shares_input);  // written by its parts: no zero fill before the Concat
   EXPECT_TRUE(v["all"].shares_input);
   expect_valid_layout(plan.blocks, plan.layout);
-  for (const Backend* backend : std::vector<const Backend*>{&reference_backend(), &cpu_backend()}) {
-    SCOPED_TRACE(backend->name());
-    auto planned = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/true);
-    auto plain = GraphExecutor::create(g, {backend}, 2, /*plan_memory=*/false);
-    ASSERT_TRUE(planned.is_ok() && plain.is_ok());
-    std::map<std::string, RuntimeValue> in{
-        {x, RuntimeValue::of(testing::random_tensor({1, 16, 2, 2}, 3))}};
-    auto got = (*planned)->run(in, nullptr);
-    auto want = (*plain)->run(in, nullptr);
-    ASSERT_TRUE(got.is_ok() && want.is_ok());
-    std::vector<Tensor> gt, wt;
-    for (auto& o : *got) gt.push_back(o.tensor);
-    for (auto& o : *want) wt.push_back(o.tensor);
-    testing::expect_close(gt, wt, 0);
-  }
+  expect_planned_runs_exact(g, {{x, testing::random_tensor({1, 16, 2, 2}, 3)}});
 }
 
 }  // namespace
