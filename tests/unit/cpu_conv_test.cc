@@ -104,6 +104,9 @@ TEST(CpuConv, MatchesReference) {
   check_conv({1, 4, 10, 10, 8, 3, 3, 4, {1, 1}, {2, 2, 2, 2}, {2, 2}, false, false});
   check_conv({1, 3, 9, 17, 3, 5, 5, 3, {2, 3}, {2, 1, 0, 2}});
   check_conv({1, 3, 5, 5, 3, 5, 5, 3, {1, 1}, {0, 0, 0, 0}});
+  // 1x1 depthwise: a per-channel scale and shift.
+  check_conv({2, 21, 9, 13, 21, 1, 1, 21});
+  check_conv({1, 16, 14, 14, 16, 1, 1, 16});
   // Bigger: K above the GEMM's K block, several M blocks.
   check_conv({1, 40, 12, 12, 160, 3, 3, 1, {1, 1}, {1, 1, 1, 1}});
   // im2col in several column chunks that split output rows (K * pixels above the bound).
