@@ -13,8 +13,8 @@ namespace peregrine::cpu::avx2 {
 namespace {
 
 // v * clamp(v / 6 + 1/2, 0, 1) over one row, 8 lanes at a time, the tail masked. GCC leaves
-// the plain loop scalar (a compare and branch per element: HardSwish after MobileNetV3's
-// depthwise convs took 8% of its run that way).
+// the plain loop scalar, a compare and branch per element (bench/real_models
+// mobilenet_v3_large: HardSwish after its depthwise convs; docs/DESIGN.md).
 void hardswish_row(float* x, size_t n) {
   const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f), half = _mm256_set1_ps(0.5f);
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
