@@ -482,20 +482,25 @@ TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
       {{1, 3, 5, 9, 11}, {4, 3, 3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, true},
       {{2, 4, 4, 6, 5}, {6, 2, 1, 3, 3}, {1, 1, 1}, {1, 2, 1}, {0, 2, 1, 0, 2, 1}, 2, false},
   };
-  for (const C& c : cases) {
-    SCOPED_TRACE("x " + shape_to_string(c.x) + " w " + shape_to_string(c.w));
-    std::vector<std::pair<std::string, Tensor>> in = {{"X", random_tensor(c.x, 1)},
-                                                      {"W", random_tensor(c.w, 2)},
-                                                      {"B", random_tensor({c.w[0]}, 3)}};
-    std::vector<bool> constant = {false, true, true};
-    std::vector<ir::Attribute> attrs = {ints_attr("strides", c.strides),
-                                        ints_attr("dilations", c.dilations),
-                                        ints_attr("pads", c.pads), int_attr("group", c.group)};
-    if (c.fused) attrs.push_back(string_attr("activation", "Relu"));
-    OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
-                   c.fused ? "peregrine" : "");
-    compare_with_reference(g, cpu_backend(), "cpu/conv_nd-", 1e-5f, 1e-5f);
-  }
+  // Weights computed at run time (wav2vec2's weight-normed conv) reach conv_nd by the
+  // kernel_shape attribute.
+  for (bool constant_w : {true, false})
+    for (const C& c : cases) {
+      SCOPED_TRACE("x " + shape_to_string(c.x) + " w " + shape_to_string(c.w) +
+                   (constant_w ? "" : " run-time W"));
+      std::vector<std::pair<std::string, Tensor>> in = {{"X", random_tensor(c.x, 1)},
+                                                        {"W", random_tensor(c.w, 2)},
+                                                        {"B", random_tensor({c.w[0]}, 3)}};
+      std::vector<bool> constant = {false, constant_w, true};
+      std::vector<ir::Attribute> attrs = {
+          ints_attr("strides", c.strides), ints_attr("dilations", c.dilations),
+          ints_attr("pads", c.pads), int_attr("group", c.group),
+          ints_attr("kernel_shape", std::vector<int64_t>(c.w.begin() + 2, c.w.end()))};
+      if (c.fused) attrs.push_back(string_attr("activation", "Relu"));
+      OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
+                     c.fused ? "peregrine" : "");
+      compare_with_reference(g, cpu_backend(), "cpu/conv_nd-", 1e-5f, 1e-5f);
+    }
 }
 
 }  // namespace

@@ -736,8 +736,11 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv(const ir::Node& node,
   PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
   const Tensor* w = constants.size() > 1 ? constants[1] : nullptr;
-  // 1-D and 3-D convs (constant weights): kernels/conv_nd.cc.
-  if (w && (w->rank() == 3 || w->rank() == 5)) return prepare_conv_nd(node, w, fused);
+  // 1-D and 3-D convs: kernels/conv_nd.cc, by the weights' rank, or for weights computed at run
+  // time (wav2vec2's weight-normed positional conv) by the kernel's.
+  PG_ASSIGN_OR_RETURN(std::vector<int64_t> kernel_shape, attrs.get_ints("kernel_shape", {}));
+  const size_t spatial = w ? static_cast<size_t>(w->rank() - 2) : kernel_shape.size();
+  if (spatial == 1 || spatial == 3) return prepare_conv_nd(node, w, fused);
   PG_ASSIGN_OR_RETURN(ConvAlgoChoice algo, conv_algo_from_env());
   PG_RETURN_IF_ERROR(check_dwconv_algo_env());
   PG_ASSIGN_OR_RETURN(std::vector<int64_t> strides, attrs.get_ints("strides", {}));
