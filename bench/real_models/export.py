@@ -138,6 +138,28 @@ def hf(kind):
                                   decoder_layers=4, decoder_attention_heads=6)  # whisper-tiny
             m = T.WhisperModel(cfg).encoder
             return m, (torch.randn(1, 80, 3000),), ["input_features"]
+        if kind == "wav2vec2":
+            cfg = T.Wav2Vec2Config(num_hidden_layers=4)
+
+            class Audio(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.m = T.Wav2Vec2Model(cfg)
+
+                def forward(self, x):
+                    return self.m(x).last_hidden_state
+            return Audio(), (torch.randn(1, 32000),), ["input_values"]  # 2 s at 16 kHz
+        if kind == "clip_vision":
+            cfg = T.CLIPVisionConfig()
+
+            class Vision(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.m = T.CLIPVisionModel(cfg)
+
+                def forward(self, x):
+                    return self.m(x).last_hidden_state
+            return Vision(), (torch.randn(1, 3, 224, 224),), ["pixel_values"]
         if kind == "llama_block":
             cfg = T.LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=2,
                                 num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
@@ -425,6 +447,8 @@ SUITE = {
     "mobilevit_s": hf_vision("mobilevit"),
     "detr_resnet50": hf_vision("detr"),
     "gpt2_kv_step": gpt2_past,
+    "wav2vec2_4layer": hf("wav2vec2"),
+    "clip_vision": hf("clip_vision"),
 }
 
 
