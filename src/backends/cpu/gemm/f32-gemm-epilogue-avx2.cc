@@ -34,22 +34,21 @@ void hardswish_row(float* x, size_t n) {
 
 void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
                              size_t col0, const GemmEpilogue& ep) {
-  if (ep.activation == Activation::kHardSwish) {
-    GemmEpilogue linear = ep;
-    linear.activation = Activation::kNone;
-    apply_epilogue(c, ldc, rows, cols, row0, col0, linear);
-    for (size_t i = 0; i < rows; ++i) hardswish_row(c + i * ldc, cols);
-    return;
-  }
   UnaryOp op;
-  if (!vector_activation(ep.activation, &op)) {
+  const bool hardswish = ep.activation == Activation::kHardSwish;
+  if (!hardswish && !vector_activation(ep.activation, &op)) {
     apply_epilogue(c, ldc, rows, cols, row0, col0, ep);
     return;
   }
   GemmEpilogue linear = ep;  // bias and residual first, then the activation in place
   linear.activation = Activation::kNone;
   apply_epilogue(c, ldc, rows, cols, row0, col0, linear);
-  for (size_t i = 0; i < rows; ++i) f32_vunary__avx2(op, c + i * ldc, c + i * ldc, cols);
+  for (size_t i = 0; i < rows; ++i) {
+    if (hardswish)
+      hardswish_row(c + i * ldc, cols);
+    else
+      f32_vunary__avx2(op, c + i * ldc, c + i * ldc, cols);
+  }
 }
 
 }  // namespace peregrine::cpu::avx2

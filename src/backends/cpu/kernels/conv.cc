@@ -329,7 +329,7 @@ class ConvKernel : public PreparedKernel {
       const bool depthwise = constant_w->dim(1) == 1 && group > 1;  // packing unused
       // Narrow groups run on the direct kernel, which reads W as it is; packing is kept for
       // the rest (and a shape the direct kernel refuses runs the GEMM on W unpacked).
-      if (group > 1 && !depthwise && out_c_group <= 32)
+      if (group > 1 && !depthwise && out_c_group <= kConv2dGroupedMaxOutChannels)
         grouped_ = f32_conv2d_grouped_ukernel_for(gemm.isa);
       if (!depthwise && !grouped_) {
         for (int64_t g = 0; g < group; ++g)

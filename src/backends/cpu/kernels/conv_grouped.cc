@@ -23,10 +23,12 @@ F32Conv2dGroupedFn f32_conv2d_grouped_ukernel_for(Isa isa) {
 
 // The GEMM per group pads M = out_c_g to the GEMM tile's 14 rows and packs an im2col panel of
 // in_c_g * KH * KW rows per group; up to 32 channels per group the direct kernel was faster on
-// every grouped layer of bench/real_models resnext50_32x4d and regnet_y_400mf (peregrine profile,
-// 1 thread). Wider groups (AlexNet-style group = 2) fill the GEMM tile and stay on it.
+// every grouped layer of bench/real_models resnext50_32x4d and on single RegNet-shaped layers (8
+// and 24 per group; peregrine profile, 1 thread). Wider groups (AlexNet-style group = 2) fill the
+// GEMM tile and stay on it.
 bool use_conv2d_grouped(const GroupedConv2dGeometry &g) {
-  return g.in_c_g >= 1 && g.out_c_g >= 1 && g.out_c_g <= 32 && g.kh >= 1 && g.kw >= 1 &&
+  return g.in_c_g >= 1 && g.out_c_g >= 1 && g.out_c_g <= kConv2dGroupedMaxOutChannels &&
+         g.kh >= 1 && g.kw >= 1 &&
          g.kh * g.kw <= kMaxTaps && g.stride_h >= 1 && g.stride_w >= 1 && g.dil_h >= 1 &&
          g.dil_w >= 1 && g.pad_t >= 0 && g.pad_l >= 0 && g.in_h >= 1 && g.in_w >= 1 &&
          g.out_h >= 1 && g.out_w >= 1 &&

@@ -20,6 +20,10 @@ struct GroupedConvArgs {
   GroupedConv2dGeometry geometry;
 };
 
+// Output channels per group the direct kernel takes at most (the rule below; a ConvKernel with
+// wider groups packs its weights for the GEMM instead).
+constexpr int64_t kConv2dGroupedMaxOutChannels = 32;
+
 // The measured rule: true where the direct kernel beats a GEMM per group on this geometry
 // (few output channels per group), and the kernel covers it (taps and scratch bounded).
 bool use_conv2d_grouped(const GroupedConv2dGeometry &g);

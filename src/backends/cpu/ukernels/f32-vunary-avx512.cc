@@ -1,7 +1,7 @@
 // f32 elementwise unary maps, AVX-512: 16 floats per step, the tail (n % 16) through a masked
-// load / store of the same vector code, so every element gets the same approximation as the
-// AVX2 build (math: ukernels/f32_vmath_avx512.h) and nothing past n is touched. Contract:
-// f32_vector_ukernels.h.
+// load / store of the same vector code, so every element gets the same approximation (the AVX2
+// build's algorithms, math: ukernels/f32_vmath_avx512.h) and nothing past n is touched.
+// Contract: f32_vector_ukernels.h.
 #include <immintrin.h>
 
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"

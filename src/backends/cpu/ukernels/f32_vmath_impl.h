@@ -2,7 +2,7 @@
 // each including header (ukernels/f32_vmath_<isa>.h, for files built with that ISA's flags)
 // supplies `V` with
 //   Reg, Mask (a lane predicate),
-//   set1(x), set1i(i), zero(), add, sub, mul, fmadd(a, b, c) = a b + c,
+//   set1(x), zero(), add, sub, mul, fmadd(a, b, c) = a b + c,
 //   reciprocal(d) (1 / d, correctly rounded or within 2 ulp), scale_pow2(p, n) (p 2^n for a
 //   float integer n in [-152, 128], overflow to inf, right in the denormal range),
 //   fnmadd(a, b, c) = c - a b, min(a, b), max(a, b) (b when either is NaN, as minps / maxps),
