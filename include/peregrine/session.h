@@ -30,6 +30,9 @@ struct SessionOptions {
   std::string backend;
   // Overrides for input shapes (fixes symbolic dims): name -> dims.
   std::map<std::string, Shape> input_shapes;
+  // Values for symbolic dims of the graph inputs, by the dim's name ("batch" -> 1); applied
+  // before input_shapes. A name no input uses is an error.
+  std::map<std::string, int64_t> dim_values;
   // Graph optimization level: 0 none, 1 cleanup, 2 cleanup + fusion (default), 3 = 2 for now.
   int opt_level = 2;
   // Passes to skip by name (see src/passes/pipelines.cc).
@@ -60,6 +63,7 @@ struct IoInfo {
   std::string type;     // "float32[1,3,224,224]", "sequence<...>", ...
   DType dtype = DType::kUndefined;
   Shape shape;          // -1 for dims not known until run time
+  std::vector<std::string> dim_names;  // per dim: its symbolic name, "" where it has none
   bool is_tensor = true;
 };
 
@@ -77,6 +81,10 @@ class Session {
   // load -> infer shapes -> passes (options.opt_level) -> plan -> ready to run.
   static Expected<std::unique_ptr<Session>> load(const std::string& path,
                                                  const SessionOptions& options);
+  // The same from a serialized ModelProto held in memory; external data is refused (there is
+  // no folder to read it from).
+  static Expected<std::unique_ptr<Session>> load_from_bytes(const std::string& bytes,
+                                                            const SessionOptions& options);
 
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
@@ -97,6 +105,7 @@ class Session {
 
  private:
   Session() = default;
+  static Expected<std::unique_ptr<Session>> compile(ir::Model model, const SessionOptions& options);
   SessionOptions options_;
   std::unique_ptr<ir::Model> model_;
   std::unique_ptr<GraphExecutor> executor_;

@@ -130,6 +130,12 @@ struct Model {
   std::string producer_name;
   std::string producer_version;
   std::string path;  // file it came from
+  // ModelProto's descriptive fields (what ONNX Runtime's get_modelmeta() reports).
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::string graph_doc_string;
+  std::map<std::string, std::string> metadata_props;
 };
 
 }  // namespace peregrine::ir

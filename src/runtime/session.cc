@@ -27,7 +27,11 @@ IoInfo io_info(const ir::Graph& g, const std::string& name) {
   info.type = v->type.to_string();
   info.is_tensor = v->type.is_tensor();
   info.dtype = v->type.dtype;
-  if (v->type.has_shape) info.shape = v->type.dims;
+  if (v->type.has_shape) {
+    info.shape = v->type.dims;
+    info.dim_names = v->type.dim_names;
+    info.dim_names.resize(info.shape.size());
+  }
   return info;
 }
 
@@ -71,11 +75,37 @@ Status check_precision(const SessionOptions& options, const std::vector<const Ba
 
 Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
                                                  const SessionOptions& options) {
+  PG_ASSIGN_OR_RETURN(ir::Model model, load_onnx_model(path));
+  return compile(std::move(model), options);
+}
+
+Expected<std::unique_ptr<Session>> Session::load_from_bytes(const std::string& bytes,
+                                                            const SessionOptions& options) {
+  // No folder: a model given as bytes may not name external data files.
+  PG_ASSIGN_OR_RETURN(ir::Model model, parse_onnx_model(bytes, "", "<model bytes>"));
+  return compile(std::move(model), options);
+}
+
+Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
+                                                    const SessionOptions& options) {
   std::unique_ptr<Session> s(new Session());
   s->options_ = options;
-  PG_ASSIGN_OR_RETURN(ir::Model model, load_onnx_model(path));
   s->model_ = std::make_unique<ir::Model>(std::move(model));
   ir::Graph& g = s->model_->graph;
+  for (const auto& [dim, value] : options.dim_values) {
+    if (value < 0) return invalid_input("dim '" + dim + "': value " + std::to_string(value) + " is negative");
+    bool used = false;
+    for (const auto& name : g.inputs) {
+      ir::ValueType& t = g.values[name].type;
+      for (size_t i = 0; t.is_tensor() && t.has_shape && i < t.dims.size(); ++i)
+        if (t.dims[i] < 0 && i < t.dim_names.size() && t.dim_names[i] == dim) {
+          t.dims[i] = value;
+          t.dim_names[i].clear();
+          used = true;
+        }
+    }
+    if (!used) return invalid_input("dim '" + dim + "' is not a symbolic dim of any model input");
+  }
   for (const auto& [name, shape] : options.input_shapes) {
     ir::Value* v = g.values.count(name) ? &g.values[name] : nullptr;
     bool is_input = std::find(g.inputs.begin(), g.inputs.end(), name) != g.inputs.end();
@@ -92,6 +122,10 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
   }
   PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
   PG_RETURN_IF_ERROR(check_precision(options, backends));
+  // The outputs' symbolic dim names as the model declares them (inference may drop them).
+  std::map<std::string, std::vector<std::string>> declared_dim_names;
+  for (const auto& n : g.outputs)
+    if (const ir::Value* v = g.find_value(n)) declared_dim_names[n] = v->type.dim_names;
   PG_RETURN_IF_ERROR(infer_graph_types(g).status());
   PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
   // Weights the kernels hold packed are freed as they are packed (values keep dtype and shape:
@@ -99,7 +133,13 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
   PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,
                                                           options.memory_plan, &g));
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
-  for (const auto& n : g.outputs) s->outputs_.push_back(io_info(g, n));
+  for (const auto& n : g.outputs) {
+    IoInfo info = io_info(g, n);
+    const std::vector<std::string>& declared = declared_dim_names[n];
+    for (size_t i = 0; i < info.shape.size() && i < declared.size(); ++i)
+      if (info.shape[i] < 0 && info.dim_names[i].empty()) info.dim_names[i] = declared[i];
+    s->outputs_.push_back(std::move(info));
+  }
   return s;
 }
 

@@ -335,6 +335,11 @@ Expected<ir::Model> import_model_proto(onnx::ModelProto& mp, const std::string& 
   model.producer_name = mp.producer_name();
   model.producer_version = mp.producer_version();
   model.path = display_name;
+  model.domain = mp.domain();
+  model.model_version = mp.model_version();
+  model.doc_string = mp.doc_string();
+  model.graph_doc_string = mp.graph().doc_string();
+  for (const auto& kv : mp.metadata_props()) model.metadata_props[kv.key()] = kv.value();
   Importer importer(model_dir, limits, std::move(functions));
   PG_RETURN_IF_ERROR(importer.convert_graph(mp.graph(), opsets, 0, &model.graph));
   PG_RETURN_IF_ERROR(ir::verify_and_sort(model.graph));
