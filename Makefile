@@ -5,7 +5,12 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo unit conformance robustness lab-tests clean
+.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests clean
+
+# Paths below the checkout hashed relative to it, so the wheel's build folder (build-wheel/)
+# and build/ can share compiled objects through ccache.
+export CCACHE_BASEDIR := $(CURDIR)
+PYTHON_VENV := $(BUILD)/python-venv
 
 all: build
 
@@ -37,10 +42,17 @@ conformance: build
 lab-tests: build
 	@set -e; for t in tests/lab/test_*.py; do echo "== $$t"; python3 $$t --peregrine $(PEREGRINE); done
 
-test: unit robustness conformance lab-tests
+# The Python package as a user installs it: `pip install .` (an isolated build of the wheel)
+# into a virtual environment that sees the pinned numpy / onnx / onnxruntime, then pytest.
+python-tests: build
+	@[ -x $(PYTHON_VENV)/bin/python ] || python3 -m venv --system-site-packages $(PYTHON_VENV)
+	$(PYTHON_VENV)/bin/pip install -q --disable-pip-version-check pytest==9.2.0 . -C build-dir=build-wheel
+	cd python/tests && ../../$(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider .
+
+test: unit robustness conformance lab-tests python-tests
 
 demo: build
 	scripts/demo.sh $(PEREGRINE)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-wheel

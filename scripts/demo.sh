@@ -31,6 +31,21 @@ step "peregrine profile"
 rm -f "$OUT/trace.json" "$OUT/report.html"
 "$PEREGRINE" profile "$MODEL" --iterations 5 --trace "$OUT/trace.json" --report "$OUT/report.html"
 
+step "Python API: peregrine.InferenceSession, shaped like onnxruntime's"
+PYTHONPATH=build/python python3 - "$MODEL" <<'PY'
+import sys
+import numpy as np, onnxruntime, peregrine
+path = sys.argv[1]
+session = peregrine.InferenceSession(path, providers=["CPUExecutionProvider"])
+inp = session.get_inputs()[0]
+print("input: ", inp, "\noutput:", session.get_outputs()[0])
+x = np.random.default_rng(0).uniform(-1, 1, [d if isinstance(d, int) else 1 for d in inp.shape]).astype(np.float32)
+(mine,) = session.run(None, {inp.name: x})
+(theirs,) = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {inp.name: x})
+cos = float(np.dot(mine.ravel(), theirs.ravel()) / np.linalg.norm(mine) / np.linalg.norm(theirs))
+print(f"output {mine.shape}, cosine vs onnxruntime {cos:.6f}, top-1 {mine.argmax()} / {theirs.argmax()}")
+PY
+
 step "side by side with ONNX Runtime (1 thread)"
 python3 bench/compare.py "$MODEL" --threads 1 --iterations 5 --rounds 2
 

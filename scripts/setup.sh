@@ -5,7 +5,14 @@ set -euo pipefail
 
 # chromium: tests/lab/test_report.py renders the profile report headless.
 APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache libsqlite3-dev chromium)
-PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.32.0 openvino==2026.4.1)
+# nanobind: the Python module built with the main build (the wheel pins its own, pyproject.toml).
+PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.32.0 openvino==2026.4.1 nanobind==3.1.0)
+
+# The Python module needs the interpreter's headers (a pyenv / python.org build has them).
+PY=${PYTHON:-python3}
+if ! [ -f "$($PY -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
+  APT_PACKAGES+=(python3-dev)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -18,7 +25,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-PY=${PYTHON:-python3}
 need_pip=()
 for spec in "${PIP_PACKAGES[@]}"; do
   name=${spec%%==*}; want=${spec##*==}

@@ -7,7 +7,7 @@ import logging
 import os
 import time
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -35,7 +35,8 @@ _ONNX_TYPE = {"float32": "float", "float64": "double"}
 
 
 class GraphOptimizationLevel(enum.IntEnum):
-    """ONNX Runtime's levels, mapped onto Peregrine's -O0..-O3."""
+    """ONNX Runtime's levels, mapped onto Peregrine's -O0..-O3: ORT_ENABLE_ALL (ONNX Runtime's
+    default) is Peregrine's default -O2; ORT_ENABLE_LAYOUT asks for -O3 (NHWC conv chains)."""
 
     ORT_DISABLE_ALL = 0
     ORT_ENABLE_BASIC = 1
@@ -44,7 +45,7 @@ class GraphOptimizationLevel(enum.IntEnum):
     ORT_ENABLE_ALL = 99
 
 
-_OPT_LEVEL = {0: 0, 1: 1, 2: 2, 3: 3, 99: 3}
+_OPT_LEVEL = {0: 0, 1: 1, 2: 2, 3: 3, 99: 2}
 
 
 class ExecutionMode(enum.IntEnum):
@@ -244,6 +245,7 @@ class InferenceSession:
         self._outputs = [NodeArg(o) for o in self._impl.outputs()]
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
         self._input_names = {i.name for i in self._inputs}
+        self._sequence_inputs = {i.name: i.type.startswith("seq(") for i in self._inputs}
         self._providers = [_CPU]
         self._profile_start_ns = 0
         self.last_run_input_copies = 0  # inputs the last run had to copy (not C-contiguous)
@@ -294,19 +296,26 @@ class InferenceSession:
         wanted = self._output_indices(output_names)
         arrays: Dict[str, np.ndarray] = {}
         strings: Dict[str, Any] = {}
+        sequences: Dict[str, List[np.ndarray]] = {}
+        absent: List[str] = []
         copies = 0
         for name, value in input_feed.items():
             if name not in self._input_names:
                 raise InvalidArgumentError(f"'{name}' is not an input of the model; its inputs "
                                            f"are {sorted(self._input_names)}")
-            array = np.ascontiguousarray(value)
-            if array.dtype.kind in "OUS":
-                strings[name] = ([_to_str(s) for s in array.reshape(-1)], list(array.shape))
-                continue
-            copies += array is not value
-            arrays[name] = array
+            if value is None:  # an optional input left empty
+                absent.append(name)
+            elif isinstance(value, list) and self._sequence_inputs.get(name):
+                sequences[name] = [_contiguous(v)[0] for v in value]
+            else:
+                array, copied = _contiguous(value)
+                if array.dtype.kind in "OUS":
+                    strings[name] = ([_to_str(s) for s in array.reshape(-1)], list(array.shape))
+                else:
+                    copies += copied
+                    arrays[name] = array
         self.last_run_input_copies = copies
-        outputs = self._impl.run(arrays, strings)
+        outputs = self._impl.run(arrays, strings, sequences, absent)
         return [_from_engine(outputs[k]) for k in wanted]
 
     def run_with_iobinding(self, *args: Any, **kwargs: Any) -> None:
@@ -352,6 +361,14 @@ class InferenceSession:
                                            f"are {list(self._output_index)}")
             indices.append(self._output_index[name])
         return indices
+
+
+def _contiguous(value: Any) -> Tuple[np.ndarray, bool]:
+    """The value as a C-contiguous array (0-d stays 0-d) and whether that took a copy."""
+    array = np.asarray(value)
+    if array.flags.c_contiguous:
+        return array, array is not value
+    return array.copy(order="C"), True
 
 
 def _to_str(s: Any) -> str:

@@ -198,10 +198,13 @@ class PySession {
 
   const Session& base() const { return *base_; }
 
-  // inputs: name -> C-contiguous array; strings: name -> (list of str, shape).
+  // arrays: name -> C-contiguous array; strings: name -> (list of str, shape); sequences:
+  // name -> list of arrays; absent: names of optional inputs given as None.
   // Returns every graph output in order.
   nb::list run(const std::map<std::string, InputArray>& arrays,
-               const std::map<std::string, std::pair<std::vector<std::string>, Shape>>& strings) {
+               const std::map<std::string, std::pair<std::vector<std::string>, Shape>>& strings,
+               const std::map<std::string, std::vector<InputArray>>& sequences,
+               const std::vector<std::string>& absent) {
     std::map<std::string, RuntimeValue> inputs;
     std::vector<Range> input_ranges;
     for (const auto& [name, a] : arrays) {
@@ -215,6 +218,19 @@ class PySession {
         throw InvalidArgumentError("input '" + name + "': string count does not match its shape");
       t.strings() = s.first;
       inputs[name] = RuntimeValue::of(std::move(t));
+    }
+    for (const auto& [name, items] : sequences) {
+      std::vector<Tensor> tensors;
+      for (const auto& a : items) {
+        tensors.push_back(tensor_view_of(name, a));
+        input_ranges.push_back(range_of(tensors.back()));
+      }
+      inputs[name] = RuntimeValue::of_sequence(std::move(tensors));
+    }
+    for (const auto& name : absent) {
+      RuntimeValue none = RuntimeValue::none();
+      none.is_optional = true;
+      inputs[name] = none;
     }
     std::vector<RuntimeValue> outputs;
     {
@@ -413,7 +429,8 @@ NB_MODULE(_peregrine, m) {
   nb::class_<PySession>(m, "_Session")
       .def(nb::init<nb::object, const SessionOptions&, int>(), nb::arg("model"),
            nb::arg("options"), nb::arg("max_plans"))
-      .def("run", &PySession::run, nb::arg("arrays"), nb::arg("strings"))
+      .def("run", &PySession::run, nb::arg("arrays"), nb::arg("strings"), nb::arg("sequences"),
+           nb::arg("absent"))
       .def("inputs",
            [](const PySession& s) {
              nb::list l;
