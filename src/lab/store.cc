@@ -150,7 +150,7 @@ struct Classification {
   std::string reason;  // for kForeign
 };
 
-Expected<Classification> classify(sqlite3* db, const std::string& path) {
+Expected<Classification> classify_in_transaction(sqlite3* db, const std::string& path) {
   // The first read is where SQLite notices a file that is not a database.
   Statement tables(db, path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
   if (!tables.status().is_ok()) {
@@ -199,6 +199,17 @@ Expected<Classification> classify(sqlite3* db, const std::string& path) {
   }
   result.kind = Classification::kPeregrine;
   result.schema_version = parsed;
+  return result;
+}
+
+// The tables and the application id read from one snapshot: read apart, a store another process
+// creates in between looks marked but empty ("no 'meta' table"), or full but unmarked.
+Expected<Classification> classify(sqlite3* db, const std::string& path) {
+  if (!sqlite3_get_autocommit(db)) return classify_in_transaction(db, path);
+  PG_RETURN_IF_ERROR(exec(db, path, "BEGIN"));
+  auto result = classify_in_transaction(db, path);
+  Status end = exec(db, path, result.is_ok() ? "COMMIT" : "ROLLBACK");
+  if (result.is_ok() && !end.is_ok()) return end;
   return result;
 }
 
