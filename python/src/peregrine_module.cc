@@ -235,10 +235,11 @@ class PySession {
     std::vector<RuntimeValue> outputs;
     {
       nb::gil_scoped_release release;
-      Session& s = session_for(inputs);
+      // Shared: another thread may evict the plan while this run is on it.
+      std::shared_ptr<Session> s = session_for(inputs);
       std::vector<NodeTiming> timings;
       const auto start = Clock::now();
-      auto result = s.run_values(inputs, profiling_ ? &timings : nullptr);
+      auto result = s->run_values(inputs, profiling_ ? &timings : nullptr);
       if (!result.is_ok()) raise(result.status());
       outputs = std::move(*result);
       if (profiling_) record_trace(start, Clock::now(), timings);
@@ -283,7 +284,10 @@ class PySession {
   nb::dict plan_stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
     nb::dict d;
-    d["plans"] = plans_.size();
+    size_t compiled = 0;
+    for (const Plan& p : plans_) compiled += p.session != nullptr;
+    d["plans"] = compiled;
+    d["signatures"] = plans_.size();
     d["compiles"] = compiles_;
     d["dynamic_runs"] = dynamic_runs_;
     d["planned_runs"] = planned_runs_;
@@ -297,7 +301,7 @@ class PySession {
     Signature signature;
     int sightings = 0;
     bool compile_failed = false;       // stays on the dynamic plan
-    std::unique_ptr<Session> session;  // null until seen twice (or after eviction)
+    std::shared_ptr<Session> session;  // null until seen twice (or after eviction)
   };
 
   Expected<std::unique_ptr<Session>> compile(const SessionOptions& options) const {
@@ -313,12 +317,12 @@ class PySession {
   }
 
   // The session to run these inputs on (GIL released; plans_ guarded by mutex_).
-  Session& session_for(const std::map<std::string, RuntimeValue>& inputs) {
-    if (!dynamic_ || max_plans_ <= 0) return *base_;
+  std::shared_ptr<Session> session_for(const std::map<std::string, RuntimeValue>& inputs) {
+    if (!dynamic_ || max_plans_ <= 0) return base_;
     Signature sig;
     for (const auto& io : base_->inputs()) {
       auto it = inputs.find(io.name);
-      if (it == inputs.end() || !it->second.is_tensor()) return *base_;  // run() reports it
+      if (it == inputs.end() || !it->second.is_tensor()) return base_;  // run() reports it
       sig.push_back(it->second.tensor.shape());
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -346,10 +350,10 @@ class PySession {
     }
     if (it->session) {
       ++planned_runs_;
-      return *it->session;
+      return it->session;
     }
     ++dynamic_runs_;
-    return *base_;
+    return base_;
   }
 
   void record_trace(Clock::time_point start, Clock::time_point end,
@@ -376,7 +380,7 @@ class PySession {
   std::string path_, bytes_;
   bool from_bytes_ = false;
   bool dynamic_ = false;
-  std::unique_ptr<Session> base_;
+  std::shared_ptr<Session> base_;
   std::vector<Range> weights_;  // initializers still holding data: outputs there are copied
   mutable std::mutex mutex_;
   std::list<Plan> plans_;
