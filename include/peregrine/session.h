@@ -85,6 +85,9 @@ class Session {
   // no folder to read it from).
   static Expected<std::unique_ptr<Session>> load_from_bytes(const std::string& bytes,
                                                             const SessionOptions& options);
+  // The same from a model already imported (and perhaps edited: calibration adds outputs).
+  static Expected<std::unique_ptr<Session>> from_model(ir::Model&& model,
+                                                       const SessionOptions& options);
 
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }

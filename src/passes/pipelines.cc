@@ -119,4 +119,12 @@ Status optimize_graph(ir::Graph& graph, int level, const std::vector<std::string
   return pm.run(graph, stats);
 }
 
+Status prepare_for_quantization(ir::Graph& graph) {
+  PassManager pm;
+  for (const auto& n : kCleanup) pm.add(factories().at(n)());
+  for (const char* n : {"conv_batchnorm_folding", "dead_code_elimination"})
+    pm.add(factories().at(n)());
+  return pm.run(graph, nullptr);
+}
+
 }  // namespace peregrine::passes

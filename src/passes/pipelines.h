@@ -24,4 +24,9 @@ Status optimize_graph(ir::Graph& graph, int opt_level,
                       const std::vector<std::string>& disabled = {},
                       std::vector<PassStats>* stats = nullptr);
 
+// Before post-training quantization: the cleanup passes and batch-norm folding, which keep the
+// graph in standard ONNX (no fused ops), so a BatchNormalization never sits between a conv and
+// the quantization of its output.
+Status prepare_for_quantization(ir::Graph& graph);
+
 }  // namespace peregrine::passes

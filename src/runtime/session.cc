@@ -86,6 +86,11 @@ Expected<std::unique_ptr<Session>> Session::load_from_bytes(const std::string& b
   return compile(std::move(model), options);
 }
 
+Expected<std::unique_ptr<Session>> Session::from_model(ir::Model&& model,
+                                                       const SessionOptions& options) {
+  return compile(std::move(model), options);
+}
+
 Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
                                                     const SessionOptions& options) {
   std::unique_ptr<Session> s(new Session());

@@ -64,6 +64,7 @@ int cmd_machine(int argc, char** argv);
 int cmd_runs(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
 int cmd_compile(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 int cmd_compare_precision(int argc, char** argv);
 
 }  // namespace peregrine::cli

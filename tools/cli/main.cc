@@ -20,7 +20,8 @@ const char kUsage[] =
     "  machine         measure this machine's peak FLOP/s and memory bandwidth\n"
     "  runs            list recorded bench/profile runs\n"
     "  compare A B     compare two recorded runs\n"
-    "  compare-precision MODEL  a reduced precision's error against fp32, per output and per layer\n\n"
+    "  compare-precision MODEL  a reduced precision's error against fp32, per output and per layer\n"
+    "  quantize MODEL  calibrate and write an int8 QDQ model (-o OUT.onnx)\n\n"
     "'peregrine <command> --help' describes a command's options.\n"
     "exit codes: 0 ok, 2 bad model or bad input, 1 internal error\n";
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   if (cmd == "compare") return peregrine::cli::cmd_compare(n, args);
   if (cmd == "compare-precision") return peregrine::cli::cmd_compare_precision(n, args);
   if (cmd == "compile") return peregrine::cli::cmd_compile(n, args);
+  if (cmd == "quantize") return peregrine::cli::cmd_quantize(n, args);
   std::fprintf(stderr, "error: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }
