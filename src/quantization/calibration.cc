@@ -12,6 +12,8 @@ namespace peregrine::quantization {
 namespace {
 
 constexpr int kHistogramBins = 2048;
+// Share of the values in the top bin of |x| above which entropy calibration keeps the range.
+constexpr double kSaturationShare = 1e-3;
 
 struct Observed {
   float min = std::numeric_limits<float>::infinity();
@@ -76,7 +78,13 @@ Range percentile_range(const std::vector<double>& bins, float lo, float hi, doub
 Range entropy_range(const std::vector<double>& abs_bins, float abs_max, bool never_negative) {
   const int n = static_cast<int>(abs_bins.size());
   const int levels = never_negative ? 256 : 128;  // uint8 steps the range [0, T] or [-T, T] has
-  if (n <= levels || abs_max <= 0) return {never_negative ? 0.0f : -abs_max, abs_max};
+  const Range full{never_negative ? 0.0f : -abs_max, abs_max};
+  if (n <= levels || abs_max <= 0) return full;
+  // A spike in the top bin is a saturating activation (ReLU6, a clamp): values pile up at the
+  // bound on purpose, and any threshold below it would move all of them.
+  double total = 0;
+  for (double b : abs_bins) total += b;
+  if (abs_bins.back() > kSaturationShare * total) return full;
   double best_kl = std::numeric_limits<double>::infinity();
   int best = n;
   std::vector<double> p, q;
@@ -99,6 +107,10 @@ Range entropy_range(const std::vector<double>& abs_bins, float abs_max, bool nev
       for (int k = begin; k < end && nonzero > 0; ++k)
         if (abs_bins[static_cast<size_t>(k)] > 0) q[static_cast<size_t>(k)] = sum / nonzero;
     }
+    // Bin 0 (the zeros a ReLU makes, half of its outputs) is left out: every grid holds 0
+    // exactly, and merged with its neighbours its mass would swamp the comparison, which then
+    // favours the narrowest range.
+    p[0] = q[0] = 0;
     const double kl = kl_divergence(p, q);
     if (kl < best_kl) {
       best_kl = kl;
