@@ -8,6 +8,7 @@
 namespace peregrine::passes {
 
 // Cleanup.
+std::unique_ptr<Pass> make_float16_to_float32();
 std::unique_ptr<Pass> make_constant_folding();
 std::unique_ptr<Pass> make_dead_code_elimination();
 std::unique_ptr<Pass> make_common_subexpression_elimination();

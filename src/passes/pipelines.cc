@@ -17,6 +17,7 @@ const std::map<std::string, Factory>& factories() {
       {"constant_folding", make_constant_folding},
       {"dead_code_elimination", make_dead_code_elimination},
       {"common_subexpression_elimination", make_common_subexpression_elimination},
+      {"float16_to_float32", make_float16_to_float32},
       {"remove_identity_ops", make_remove_identity_ops},
       {"collapse_reshape_chains", make_collapse_reshape_chains},
       {"collapse_transpose_chains", make_collapse_transpose_chains},
@@ -40,6 +41,8 @@ const std::map<std::string, Factory>& factories() {
   };
   return kFactories;
 }
+
+const std::vector<std::string> kWiden = {"float16_to_float32"};
 
 // Cleanup runs twice: folding exposes identities and dead code, and those expose
 // more folding (Shape -> Gather -> Concat -> Reshape chains).
@@ -96,7 +99,9 @@ Expected<std::vector<std::string>> pipeline_pass_names(int level,
       return invalid_input("--disable-pass: unknown pass '" + d + "' (known: " + known + ")");
     }
   std::vector<std::string> names;
-  if (level >= 2) names = kQuantized;
+  // 16-bit float models compute in float32 from -O1 on: everything after sees float32.
+  if (level >= 1) names = kWiden;
+  if (level >= 2) names.insert(names.end(), kQuantized.begin(), kQuantized.end());
   if (level >= 1) names.insert(names.end(), kCleanup.begin(), kCleanup.end());
   if (level >= 2) names.insert(names.end(), kFusion.begin(), kFusion.end());
   if (level >= 3) names.insert(names.end(), kLayout.begin(), kLayout.end());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/reference/reference_backend.h"
+#include "core/float_types.h"
 #include "ir/verifier.h"
 #include "passes/pass_util.h"
 #include "runtime/executor.h"
@@ -91,13 +92,18 @@ inline int count_op(const ir::Graph& g, const std::string& op) {
                                          [&](const auto& n) { return n->op_type == op; }));
 }
 
+// Seeded values in [-1, 1) (float32, float64, float16, bfloat16; bool: a fair coin).
 inline Tensor random_tensor(Shape dims, uint64_t seed, DType dtype = DType::kFloat32) {
   Tensor t = Tensor::zeros(dtype, dims);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == DType::kFloat32) t.data<float>()[i] = static_cast<float>(u(rng));
-    else t.data<double>()[i] = u(rng);
+    const double v = u(rng);
+    if (dtype == DType::kFloat32) t.data<float>()[i] = static_cast<float>(v);
+    else if (dtype == DType::kFloat16) t.data<uint16_t>()[i] = Float16::from_float(static_cast<float>(v));
+    else if (dtype == DType::kBFloat16) t.data<uint16_t>()[i] = BFloat16::from_float(static_cast<float>(v));
+    else if (dtype == DType::kBool) t.data<bool>()[i] = v > 0;
+    else t.data<double>()[i] = v;
   }
   return t;
 }

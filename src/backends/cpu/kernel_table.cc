@@ -67,6 +67,9 @@ Expected<std::unique_ptr<PreparedKernel>> view(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> attention(const CpuPrepareArgs& a) {
   return prepare_attention(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> cast(const CpuPrepareArgs& a) {
+  return prepare_cast(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> quantize_linear(const CpuPrepareArgs& a) {
   return prepare_quantize_linear(a.node);
 }
@@ -191,6 +194,8 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "ReduceL2",      1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
   {"",  "ReduceSumSquare", 1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
   {"",  "ReduceLogSum",  1, kMax, R::kFloat32Data, nullptr, reduce, "kernels/reduce.cc"},
+  // Cast between float32 and the 16-bit floats (kernels/cast.cc); other pairs: reference.
+  {"",  "Cast",          6, kMax, R::kAny,    nullptr, cast, "kernels/cast.cc"},
   // Quantization maps between float32 and 8-bit integers (kernels/quantize_linear.cc).
   {"",  "QuantizeLinear", 10, kMax, R::kAny,    claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},
   {"",  "DequantizeLinear", 10, kMax, R::kAny,  claims_quantize_linear, quantize_linear, "kernels/quantize_linear.cc"},

@@ -54,6 +54,9 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_grid_sample(const ir::Node& no
 bool claims_elementwise_map(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node& node);
 
+// Cast between float32 and float16 / bfloat16; other pairs run the reference (kernels/cast.cc).
+Expected<std::unique_ptr<PreparedKernel>> prepare_cast(const ir::Node& node);
+
 // QuantizeLinear / DequantizeLinear between float32 and 8-bit integers, per tensor or per
 // axis (kernels/quantize_linear.cc).
 bool claims_quantize_linear(const ir::Node& node);
