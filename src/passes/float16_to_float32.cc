@@ -11,9 +11,13 @@
 //             16-bit nodes would run on the reference kernels. Every intermediate keeps float32
 //             precision, so results are at least as accurate as a 16-bit evaluation; weights
 //             take float32's memory.
-//   Preconditions: none of the narrow values is read or written inside a subgraph (the pass
-//             leaves such graphs unchanged); a value that is both a graph input and a graph
-//             output keeps its type.
+//   Preconditions: none of the narrow values is read or written inside a subgraph, nor by a
+//             quantization op (QuantizeLinear, DequantizeLinear, QLinearMatMul, QLinearConv,
+//             DynamicQuantizeLinear round in their scale's type); the pass leaves such graphs
+//             unchanged. A value that is both a graph input and a graph output keeps its type.
+#include <set>
+#include <string>
+
 #include "core/float_types.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
@@ -65,6 +69,23 @@ bool holds_narrow(const ir::Graph& g) {
   return false;
 }
 
+// Quantization ops round in their scale's type: a 16-bit scale widened to float32 moves some
+// integer results by one step, so graphs where they meet 16-bit floats keep their types.
+bool quantizes_narrow(const ir::Graph& g) {
+  static const std::set<std::string> kQuantizing = {"QuantizeLinear", "DequantizeLinear",
+                                                    "QLinearMatMul", "QLinearConv",
+                                                    "DynamicQuantizeLinear"};
+  for (const auto& n : g.nodes) {
+    if (!n->domain.empty() || !kQuantizing.count(n->op_type)) continue;
+    for (const auto* names : {&n->inputs, &n->outputs})
+      for (const auto& v : *names) {
+        const ir::Value* val = v.empty() ? nullptr : g.find_value(v);
+        if (val && narrow_type(val->type)) return true;
+      }
+  }
+  return false;
+}
+
 bool subgraphs_hold_narrow(const ir::Graph& g) {
   for (const auto& n : g.nodes)
     for (const auto& [key, a] : n->attributes) {
@@ -93,7 +114,7 @@ class Float16ToFloat32 : public Pass {
  public:
   const char* name() const override { return "float16_to_float32"; }
   Expected<bool> run(ir::Graph& g) override {
-    if (!holds_narrow(g) || subgraphs_hold_narrow(g)) return false;
+    if (!holds_narrow(g) || subgraphs_hold_narrow(g) || quantizes_narrow(g)) return false;
     const std::set<std::string> inputs(g.inputs.begin(), g.inputs.end());
     const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
     // The boundary: each narrow graph input gets a widening Cast its readers read instead.

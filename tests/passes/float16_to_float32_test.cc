@@ -75,7 +75,7 @@ TEST(Float16ToFloat32, ComputesInFloat32BehindBoundaryCasts) {
   }
 }
 
-TEST(Float16ToFloat32, LeavesFloat32GraphsAndNarrowSubgraphsAlone) {
+TEST(Float16ToFloat32, LeavesFloat32GraphsNarrowSubgraphsAndQuantizationAlone) {
   GraphBuilder b(17);
   b.input("x", {2, 3});
   b.node("Relu", {"x"}, {"y"});
@@ -106,6 +106,18 @@ TEST(Float16ToFloat32, LeavesFloat32GraphsAndNarrowSubgraphsAlone) {
   outer.output("out");
   ir::Graph h = outer.build();
   changed = passes::make_float16_to_float32()->run(h);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+
+  // A DequantizeLinear with a float16 scale: rounding follows the scale's type, so no rewrite.
+  GraphBuilder q(17);
+  q.input("q", {4}, DType::kUInt8);
+  q.constant("scale", half_random({1}, 2));
+  q.node("DequantizeLinear", {"q", "scale"}, {"d"});
+  q.node("Relu", {"d"}, {"r"});
+  q.output("r");
+  ir::Graph dq = q.build();
+  changed = passes::make_float16_to_float32()->run(dq);
   ASSERT_TRUE(changed.is_ok());
   EXPECT_FALSE(*changed);
 }
