@@ -17,6 +17,7 @@ class _Options:
     keep_fp32: List[str]
     input_shapes: Dict[str, List[int]]
     dim_values: Dict[str, int]
+    memory_limit_bytes: int
     def __init__(self) -> None: ...
     def set_precision(self, precision: str) -> None: ...
 

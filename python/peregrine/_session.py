@@ -60,6 +60,8 @@ class SessionOptions:
         the CPU lacks AVX512_BF16). keep_fp32: node names or op types kept in float32.
     disable_passes: graph passes to skip by name. backend: "cpu" (default) or "reference".
     shape_plans: how many input-shape signatures get their own compiled plan (0: none).
+    memory_limit: bytes the model's static tensors may need (0: three quarters of physical
+        memory, -1: no limit); a model over it fails to load with the numbers.
     """
 
     def __init__(self) -> None:
@@ -82,6 +84,7 @@ class SessionOptions:
         self.disable_passes: List[str] = []
         self.backend = ""
         self.shape_plans = 4
+        self.memory_limit = 0  # bytes the model's static tensors may need; 0: 3/4 of RAM; -1: none
         self._config: Dict[str, str] = {}
         self._dim_values: Dict[str, int] = {}
 
@@ -239,6 +242,7 @@ class InferenceSession:
         opts.disabled_passes = list(getattr(sess_options, "disable_passes", []))
         opts.keep_fp32 = list(getattr(sess_options, "keep_fp32", []))
         opts.dim_values = dict(getattr(sess_options, "_dim_values", {}))
+        opts.memory_limit_bytes = int(getattr(sess_options, "memory_limit", 0))
         opts.set_precision(getattr(sess_options, "precision", "fp32"))
         self._impl = _peregrine._Session(model, opts, int(getattr(sess_options, "shape_plans", 4)))
         self._inputs = [NodeArg(i) for i in self._impl.inputs()]

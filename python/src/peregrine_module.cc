@@ -426,6 +426,7 @@ NB_MODULE(_peregrine, m) {
       .def_rw("keep_fp32", &SessionOptions::keep_fp32)
       .def_rw("input_shapes", &SessionOptions::input_shapes)
       .def_rw("dim_values", &SessionOptions::dim_values)
+      .def_rw("memory_limit_bytes", &SessionOptions::memory_limit_bytes)
       .def("set_precision", [](SessionOptions& o, const std::string& p) {
         o.precision = value_or_raise(parse_precision(p));
       });

@@ -278,6 +278,13 @@ def test_profile_and_compare_helpers(conv_model):
     assert result["outputs"]["logits"]["cosine"] > 0.9999
 
 
+def test_memory_limit(conv_model):
+    o = peregrine.SessionOptions()
+    o.memory_limit = 1024  # the weights alone are bigger
+    with pytest.raises(peregrine.InvalidGraph, match="memory budget of 1.0 KiB"):
+        peregrine.InferenceSession(conv_model, o)
+
+
 def test_static_model_never_compiles_again(tmp_path):
     path = save(conv_net(dynamic=False), tmp_path / "static.onnx")
     s = peregrine.InferenceSession(path)

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "core/checked_math.h"
+#include "core/memory_budget.h"
 
 namespace peregrine {
 
@@ -34,6 +35,12 @@ Expected<Tensor> Tensor::make(DType dtype, const Shape& shape) {
     return invalid_model("tensor of shape " + shape_to_string(shape) + " and type " +
                          std::string(dtype_name(dtype)) + " exceeds the " +
                          std::to_string(kMaxTensorBytes >> 30) + " GiB tensor limit");
+  // Past physical memory an allocation can only end in the OOM killer: refuse it.
+  static const int64_t physical = physical_memory_bytes();
+  if (physical > 0 && *bytes > physical)
+    return invalid_model("tensor of shape " + shape_to_string(shape) + " and type " +
+                         std::string(dtype_name(dtype)) + " needs " + format_bytes(*bytes) +
+                         ", more than this machine's " + format_bytes(physical) + " of memory");
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;

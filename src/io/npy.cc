@@ -105,7 +105,10 @@ Expected<Tensor> read_npy(const std::string& path) {
   return parse_npy(bytes, path);
 }
 
-std::string serialize_npy(const Tensor& t) {
+namespace {
+
+// The magic, version, header length and header of a .npy file for `t` (data follows).
+std::string npy_header(const Tensor& t) {
   std::string shape;
   for (size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + ", ";
   if (t.shape().size() > 1) shape.resize(shape.size() - 2);
@@ -130,6 +133,13 @@ std::string serialize_npy(const Tensor& t) {
     out += static_cast<char>(len >> 8);
   }
   out += header;
+  return out;
+}
+
+}  // namespace
+
+std::string serialize_npy(const Tensor& t) {
+  std::string out = npy_header(t);
   out.append(static_cast<const char*>(t.raw()), t.nbytes());
   return out;
 }
@@ -137,14 +147,20 @@ std::string serialize_npy(const Tensor& t) {
 Status write_npy(const std::string& path, const Tensor& t) {
   if (!descr_of(t.dtype()))
     return unsupported("cannot write " + std::string(dtype_name(t.dtype())) + " tensors to .npy");
-  std::string bytes = serialize_npy(t);
-  // Write to a temporary name and rename, so a failure never leaves half a file.
+  // Header, then the tensor's bytes straight from its buffer (no second copy of a large
+  // output in memory); to a temporary name and renamed, so a failure never leaves half a file.
+  const std::string header = npy_header(t);
   std::string tmp = path + ".tmp-peregrine";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return invalid_input("cannot write '" + path + "'");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) return invalid_input("cannot write '" + path + "'");
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+    if (!f) {
+      f.close();
+      std::remove(tmp.c_str());
+      return invalid_input("cannot write '" + path + "'");
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return invalid_input("cannot write '" + path + "'");
   return Status::ok();

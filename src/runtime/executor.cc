@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 
+#include "core/checked_math.h"
+#include "core/memory_budget.h"
 #include "ir/verifier.h"
 #include "ops/op_schema.h"
 #include "runtime/type_inference.h"
@@ -53,11 +56,41 @@ GraphExecutor::GraphExecutor(const ir::Graph& graph, int num_threads)
 
 GraphExecutor::~GraphExecutor() { std::free(arena_); }
 
+namespace {
+
+// The static tensors' memory against the budget: what the session will hold whatever the
+// inputs (dynamic values are not counted; Tensor::make refuses the impossible ones at run time).
+Status check_memory_budget(const ir::Graph& g, const planner::MemoryPlan& plan, int64_t budget) {
+  auto static_bytes = [&](const std::string& name) -> int64_t {
+    const ir::Value* v = g.find_value(name);
+    if (!v || !v->type.is_static()) return 0;
+    auto n = checked_product(v->type.dims);
+    auto b = n ? checked_mul(*n, static_cast<int64_t>(std::max<size_t>(dtype_size(v->type.dtype), 1)))
+               : std::nullopt;
+    return b ? *b : std::numeric_limits<int64_t>::max() / 4;
+  };
+  int64_t inputs = 0, outputs = 0, weights = 0;
+  for (const auto& n : g.inputs) inputs += static_bytes(n);
+  for (const auto& n : g.outputs) outputs += static_bytes(n);
+  for (const auto& [name, v] : g.values)
+    if (v.initializer) weights += static_cast<int64_t>(v.initializer->nbytes());
+  const int64_t total = plan.arena_bytes + inputs + outputs + weights;
+  if (total <= budget) return Status::ok();
+  return invalid_model("the model's static tensors need " + format_bytes(total) + " (activation arena " +
+                       format_bytes(plan.arena_bytes) + ", inputs " + format_bytes(inputs) +
+                       ", outputs " + format_bytes(outputs) + ", weights " + format_bytes(weights) +
+                       "), over the memory budget of " + format_bytes(budget) +
+                       " (--memory-limit sets it; the default is three quarters of physical memory)");
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& graph,
                                                                std::vector<const Backend*> backends,
                                                                int num_threads,
                                                                bool plan_memory,
-                                                               ir::Graph* free_packed_weights) {
+                                                               ir::Graph* free_packed_weights,
+                                                               int64_t memory_budget) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
   const SchemaRegistry& schemas = SchemaRegistry::global();
@@ -151,6 +184,7 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
   }
   if (plan_memory) {
     ex->plan_ = std::make_unique<planner::MemoryPlan>(planner::plan_memory(graph));
+    if (memory_budget > 0) PG_RETURN_IF_ERROR(check_memory_budget(graph, *ex->plan_, memory_budget));
     if (ex->plan_->arena_bytes > 0) {
       ex->arena_size_ = static_cast<size_t>(ex->plan_->arena_bytes);
       ex->arena_ = static_cast<uint8_t*>(std::aligned_alloc(planner::kArenaAlignment,

@@ -51,11 +51,14 @@ class GraphExecutor {
   // as its last reader is prepared, keeping dtype and shape, so peak memory holds one copy of
   // the weights. Not done for a graph output, nor in a graph with subgraphs (their bodies may
   // read an initializer by name).
+  // `memory_budget` (bytes, > 0): the arena plus the static graph inputs, outputs and weights
+  // must fit, checked before the arena is allocated (a bad-model error with the numbers).
   static Expected<std::unique_ptr<GraphExecutor>> create(const ir::Graph& graph,
                                                          std::vector<const Backend*> backends,
                                                          int num_threads,
                                                          bool plan_memory = false,
-                                                         ir::Graph* free_packed_weights = nullptr);
+                                                         ir::Graph* free_packed_weights = nullptr,
+                                                         int64_t memory_budget = -1);
   ~GraphExecutor();
 
   // `inputs` holds the graph inputs by name; returns the graph outputs in order.

@@ -7,6 +7,7 @@
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/reference/reference_backend.h"
+#include "core/memory_budget.h"
 #include "importer/onnx/onnx_importer.h"
 #include "passes/assign_precision.h"
 #include "passes/pipelines.h"
@@ -135,8 +136,10 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
   PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
   // Weights the kernels hold packed are freed as they are packed (values keep dtype and shape:
   // inspect still counts them), so peak memory holds one copy of them.
+  const int64_t budget =
+      options.memory_limit_bytes == 0 ? default_memory_budget() : options.memory_limit_bytes;
   PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,
-                                                          options.memory_plan, &g));
+                                                          options.memory_plan, &g, budget));
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
   for (const auto& n : g.outputs) {
     IoInfo info = io_info(g, n);

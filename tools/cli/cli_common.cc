@@ -120,6 +120,21 @@ void add_engine_flags(Args* args) {
   args->flag("precision", "compute precision of Conv / ConvTranspose / MatMul / Gemm nodes: fp32 "
                           "(default) or bf16 (AVX512_BF16; the rest stays fp32)");
   args->flag("keep-fp32", "NODE|OP_TYPE: keep a node or an op type in fp32 (repeatable)", true);
+  args->flag("memory-limit", "SIZE: most memory the model's static tensors may need, e.g. 8G, "
+                             "512M (default: three quarters of physical memory; 0: no limit)");
+}
+
+Expected<int64_t> parse_size(const std::string& text, const std::string& flag) {
+  const size_t digits = text.find_first_not_of("0123456789");
+  const std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  int shift = -1;
+  if (unit.empty() || unit == "B") shift = 0;
+  if (unit == "K" || unit == "KiB") shift = 10;
+  if (unit == "M" || unit == "MiB") shift = 20;
+  if (unit == "G" || unit == "GiB") shift = 30;
+  if (digits == 0 || shift < 0 || digits > 12)
+    return invalid_input("--" + flag + " expects a size such as 512M or 8G, got '" + text + "'");
+  return std::stoll(text.substr(0, digits)) << shift;
 }
 
 Status parse_engine_flags(const Args& args, SessionOptions* options) {
@@ -139,6 +154,10 @@ Status parse_engine_flags(const Args& args, SessionOptions* options) {
     if (b != "cpu" && b != "reference")
       return invalid_input("--backend must be 'cpu' or 'reference', got '" + b + "'");
     options->backend = b;
+  }
+  if (args.has("memory-limit")) {
+    PG_ASSIGN_OR_RETURN(int64_t limit, parse_size(args.get("memory-limit"), "memory-limit"));
+    options->memory_limit_bytes = limit == 0 ? -1 : limit;
   }
   if (args.has("threads")) {
     PG_ASSIGN_OR_RETURN(int64_t threads, parse_int(args.get("threads"), "threads"));

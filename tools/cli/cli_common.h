@@ -46,6 +46,8 @@ Expected<Shape> parse_dims(const std::string& text);
 Expected<std::pair<std::string, std::string>> split_assignment(const std::string& text,
                                                                const std::string& flag);
 Expected<int64_t> parse_int(const std::string& text, const std::string& flag);
+// "512M", "8G", "4096" (bytes; K / M / G and KiB / MiB / GiB are powers of 1024).
+Expected<int64_t> parse_size(const std::string& text, const std::string& flag);
 
 int print_error(const Status& st);
 

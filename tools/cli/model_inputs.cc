@@ -34,23 +34,31 @@ Status parse_model_input_flags(const Args& args, SessionOptions* options,
 
 Expected<Tensor> random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   PG_ASSIGN_OR_RETURN(Tensor t, Tensor::make(dtype, shape));
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (dtype) {
-      case DType::kFloat32: t.data<float>()[i] = static_cast<float>(real(rng)); break;
-      case DType::kFloat64: t.data<double>()[i] = real(rng); break;
-      case DType::kFloat16: t.data<Float16>()[i] = Float16(static_cast<float>(real(rng))); break;
-      case DType::kBFloat16: t.data<BFloat16>()[i] = BFloat16(static_cast<float>(real(rng))); break;
-      case DType::kBool: t.data<bool>()[i] = small(rng) < 5; break;
-      case DType::kInt64: t.data<int64_t>()[i] = small(rng); break;
-      case DType::kInt32: t.data<int32_t>()[i] = small(rng); break;
-      case DType::kInt8: t.data<int8_t>()[i] = static_cast<int8_t>(small(rng)); break;
-      case DType::kUInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(small(rng)); break;
-      default:
-        return unsupported("cannot generate random " + std::string(dtype_name(dtype)) +
-                           " inputs; pass the input with --input");
-    }
+  // One draw from the seeded engine, then splitmix64 per element: a declared input of 2^31
+  // elements fills in seconds (the engine and a distribution per element took a minute).
+  uint64_t state = rng();
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto real = [&] { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; };  // [-1, 1)
+  auto small = [&] { return static_cast<int>((next() >> 32) % 10); };                 // [0, 10)
+  const int64_t n = t.numel();
+  switch (dtype) {
+    case DType::kFloat32: for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(real()); break;
+    case DType::kFloat64: for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = real(); break;
+    case DType::kFloat16: for (int64_t i = 0; i < n; ++i) t.data<Float16>()[i] = Float16(static_cast<float>(real())); break;
+    case DType::kBFloat16: for (int64_t i = 0; i < n; ++i) t.data<BFloat16>()[i] = BFloat16(static_cast<float>(real())); break;
+    case DType::kBool: for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = small() < 5; break;
+    case DType::kInt64: for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = small(); break;
+    case DType::kInt32: for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = small(); break;
+    case DType::kInt8: for (int64_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(small()); break;
+    case DType::kUInt8: for (int64_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(small()); break;
+    default:
+      return unsupported("cannot generate random " + std::string(dtype_name(dtype)) +
+                         " inputs; pass the input with --input");
   }
   return t;
 }
