@@ -93,6 +93,9 @@ void register_activation_schemas(SchemaRegistry& r) {
     add_unary(r, op, TypeClass::kFloat, 12);
   r.add({kOnnxDomain, "Celu", 1, infer_celu, elementwise_cost(12)});
   add_unary(r, "Mish", TypeClass::kFloat, 25);
+  // Swish (opset 24): x * Sigmoid(alpha * x).
+  r.add({kOnnxDomain, "Swish", 24, [](InferContext& ctx) { return infer_unary_of_class(ctx, TypeClass::kFloat); },
+         elementwise_cost(14)});
   r.add({kOnnxDomain, "Gelu", 1, infer_gelu, elementwise_cost(25)});
   r.add({kOnnxDomain, "PRelu", 1, infer_prelu, elementwise_cost(2)});
   r.add({kOnnxDomain, "Clip", 1, infer_clip, elementwise_cost(2)});

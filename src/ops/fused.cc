@@ -16,7 +16,8 @@
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.
 //   RMSNormalization(X, Scale) = X / sqrt(ReduceMean(X^2, axes = [axis, rank)) + epsilon) * Scale
 //     (float32; ONNX-23 semantics; attributes axis, default -1, and epsilon, default 1e-5).
-//     Scale broadcasts to X's normalized dims. Written by the rms_norm_fusion pass.
+//     Scale broadcasts to X's normalized dims. Written by the rms_norm_fusion pass, and the
+//     schema of ONNX's RMSNormalization (opset 23) too.
 //   ElementwiseChain(X0, X1...) = a program of float32 unary / binary elementwise steps over
 //     inputs all shaped like X0 (encoding in ops/elementwise_chain.h). Written by the
 //     elementwise_chain_fusion pass.
@@ -186,6 +187,14 @@ void register_fused_schemas(SchemaRegistry& r) {
          matmul->cost});
   r.add({kPeregrineDomain, "Attention", 1, infer_attention, attention_cost});
   r.add({kPeregrineDomain, "RMSNormalization", 1, infer_rms_norm, elementwise_cost(4)});
+  // ONNX's own RMSNormalization (opset 23) has the same definition; float32, stash_type 1.
+  r.add({kOnnxDomain, "RMSNormalization", 23,
+         [](InferContext& ctx) -> Status {
+           PG_ASSIGN_OR_RETURN(int64_t stash, ctx.attrs().get_int("stash_type", 1));
+           if (stash != 1) return ctx.error("stash_type " + std::to_string(stash) + " (only 1, float32, is supported)");
+           return infer_rms_norm(ctx);
+         },
+         elementwise_cost(4)});
   r.add({kPeregrineDomain, "ElementwiseChain", 1, infer_elementwise_chain, elementwise_chain_cost});
   r.add({kPeregrineDomain, "ConvNhwc", 1,
          [conv_infer](InferContext& ctx) { return infer_conv_nhwc(conv_infer, ctx); },

@@ -29,6 +29,7 @@ void register_training_schemas(SchemaRegistry& r);
 void register_ml_schemas(SchemaRegistry& r);
 void register_control_flow_schemas(SchemaRegistry& r);
 void register_generator_schemas(SchemaRegistry& r);
+void register_transformer_schemas(SchemaRegistry& r);
 void register_fused_schemas(SchemaRegistry& r);
 
 inline void register_all_schemas(SchemaRegistry& r) {
@@ -55,6 +56,7 @@ inline void register_all_schemas(SchemaRegistry& r) {
   register_ml_schemas(r);
   register_control_flow_schemas(r);
   register_generator_schemas(r);
+  register_transformer_schemas(r);
   register_fused_schemas(r);  // last: builds on the families above
 }
 

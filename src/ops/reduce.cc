@@ -1,4 +1,4 @@
-// Schemas of the reduce family: Reduce*, ArgMax/ArgMin, TopK and CumSum.
+// Schemas of the reduce family: Reduce*, ArgMax/ArgMin, TopK, CumSum and CumProd.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -154,6 +154,7 @@ void register_reduce_schemas(SchemaRegistry& r) {
     r.add({kOnnxDomain, op, 1, infer_arg_reduce, nullptr});
   r.add({kOnnxDomain, "TopK", 1, infer_topk, nullptr});
   r.add({kOnnxDomain, "CumSum", 11, infer_cumsum, elementwise_cost(1)});
+  r.add({kOnnxDomain, "CumProd", 26, infer_cumsum, elementwise_cost(1)});
 }
 
 }  // namespace peregrine

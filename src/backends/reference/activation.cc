@@ -75,6 +75,12 @@ Status celu_kernel(KernelContext& ctx) {
   });
 }
 
+Status swish_kernel(KernelContext& ctx) {
+  double alpha;
+  PG_RETURN_IF_ERROR(float_attr(ctx, "alpha", 1.0f, &alpha));
+  return unary_float_op(ctx, [alpha](double x) { return x / (1.0 + std::exp(-alpha * x)); });
+}
+
 Status hard_sigmoid_kernel(KernelContext& ctx) {
   double alpha, beta;
   PG_RETURN_IF_ERROR(float_attr(ctx, "alpha", 0.2f, &alpha));
@@ -182,6 +188,7 @@ void register_activation_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "Selu", selu_kernel);
   r.add(kOnnxDomain, "Celu", celu_kernel);
   r.add(kOnnxDomain, "HardSigmoid", hard_sigmoid_kernel);
+  r.add(kOnnxDomain, "Swish", swish_kernel);
   r.add(kOnnxDomain, "Shrink", shrink_kernel);
   r.add(kOnnxDomain, "Gelu", gelu_kernel);
   r.add(kOnnxDomain, "PRelu", prelu_kernel);

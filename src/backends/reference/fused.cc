@@ -231,6 +231,7 @@ void register_fused_kernels(KernelRegistry& r) {
   r.add(kPeregrineDomain, "Attention", attention_kernel);
   r.add(kPeregrineDomain, "ConvNhwc", conv_nhwc_kernel);
   r.add(kPeregrineDomain, "RMSNormalization", rms_norm_kernel);
+  r.add(kOnnxDomain, "RMSNormalization", rms_norm_kernel);
   r.add(kPeregrineDomain, "ElementwiseChain", elementwise_chain_kernel);
   // Aliases for models whose opset predates the ONNX op: same kernel.
   if (const KernelFn* gelu = r.find(kOnnxDomain, "Gelu")) r.add(kPeregrineDomain, "Gelu", *gelu);

@@ -28,6 +28,7 @@ void register_training_kernels(KernelRegistry& r);
 void register_ml_kernels(KernelRegistry& r);
 void register_control_flow_kernels(KernelRegistry& r);
 void register_generator_kernels(KernelRegistry& r);
+void register_transformer_kernels(KernelRegistry& r);
 void register_fused_kernels(KernelRegistry& r);
 
 inline void register_all_reference_kernels(KernelRegistry& r) {
@@ -54,6 +55,7 @@ inline void register_all_reference_kernels(KernelRegistry& r) {
   register_ml_kernels(r);
   register_control_flow_kernels(r);
   register_generator_kernels(r);
+  register_transformer_kernels(r);
   register_fused_kernels(r);  // last: builds on the families above
 }
 

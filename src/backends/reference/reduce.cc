@@ -1,4 +1,4 @@
-// Reference kernels of the reduce family: Reduce*, ArgMax/ArgMin, TopK and CumSum.
+// Reference kernels of the reduce family: Reduce*, ArgMax/ArgMin, TopK, CumSum and CumProd.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -299,7 +299,8 @@ Status topk_kernel(KernelContext& ctx) {
   });
 }
 
-Status cumsum_kernel(KernelContext& ctx) {
+// CumSum, and CumProd (opset 26) with `product`: the running sum or product along one axis.
+Status cumulative_kernel(KernelContext& ctx, bool product) {
   const Tensor& in = ctx.input(0);
   const Tensor& axis_t = ctx.input(1);
   PG_ASSIGN_OR_RETURN(int64_t exclusive, ctx.attrs().get_int("exclusive", 0));
@@ -323,18 +324,14 @@ Status cumsum_kernel(KernelContext& ctx) {
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
         int64_t base = o * len * inner + i;
-        A running = 0;
+        A running = product ? 1 : 0;
         for (int64_t step = 0; step < len; ++step) {
           int64_t j = reverse != 0 ? len - 1 - step : step;
           int64_t at = base + j * inner;
           A v = static_cast<A>(x[at]);
-          if (exclusive != 0) {
-            y[at] = static_cast<T>(running);
-            running += v;
-          } else {
-            running += v;
-            y[at] = static_cast<T>(running);
-          }
+          if (exclusive != 0) y[at] = static_cast<T>(running);
+          running = product ? static_cast<A>(running * v) : static_cast<A>(running + v);
+          if (exclusive == 0) y[at] = static_cast<T>(running);
         }
       }
     }
@@ -360,7 +357,8 @@ void register_reduce_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "ArgMax", [](KernelContext& c) { return arg_reduce_kernel(c, true); });
   r.add(kOnnxDomain, "ArgMin", [](KernelContext& c) { return arg_reduce_kernel(c, false); });
   r.add(kOnnxDomain, "TopK", topk_kernel);
-  r.add(kOnnxDomain, "CumSum", cumsum_kernel);
+  r.add(kOnnxDomain, "CumSum", [](KernelContext& c) { return cumulative_kernel(c, false); });
+  r.add(kOnnxDomain, "CumProd", [](KernelContext& c) { return cumulative_kernel(c, true); });
 }
 
 }  // namespace peregrine

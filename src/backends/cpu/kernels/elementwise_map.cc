@@ -1,6 +1,6 @@
 // CPU kernels of the elementwise ops that exporters emit around the GEMM-class nodes, beyond
 // the vector micro-kernels of kernels/elementwise.cc:
-//   float32 unary maps: Neg Abs Sqrt Reciprocal Floor Ceil Log Softplus Softsign Mish
+//   float32 unary maps: Neg Abs Sqrt Reciprocal Floor Ceil Log Softplus Softsign Mish Swish
 //     HardSigmoid HardSwish LeakyRelu Elu Selu Celu Clip (bounds as attributes or inputs);
 //   float32 binary with broadcasting: Pow Max Min (two inputs) PRelu;
 //   comparisons Equal Less LessOrEqual Greater GreaterOrEqual on float32 / int32 / int64 (and
@@ -29,7 +29,7 @@ namespace peregrine::cpu {
 namespace {
 
 enum class MapOp {
-  kNeg, kAbs, kSqrt, kReciprocal, kFloor, kCeil, kLog, kSoftplus, kSoftsign, kMish,
+  kNeg, kAbs, kSqrt, kReciprocal, kFloor, kCeil, kLog, kSoftplus, kSoftsign, kMish, kSwish,
   kHardSigmoid, kHardSwish, kLeakyRelu, kElu, kSelu, kCelu, kClip,                // unary
   kPow, kMax, kMin, kPRelu,                                                       // binary f32
   kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual, kAnd, kOr, kNot,        // to bool
@@ -45,7 +45,7 @@ constexpr MapOpName kMapOps[] = {
     {"Neg", MapOp::kNeg}, {"Abs", MapOp::kAbs}, {"Sqrt", MapOp::kSqrt},
     {"Reciprocal", MapOp::kReciprocal}, {"Floor", MapOp::kFloor}, {"Ceil", MapOp::kCeil},
     {"Log", MapOp::kLog}, {"Softplus", MapOp::kSoftplus}, {"Softsign", MapOp::kSoftsign},
-    {"Mish", MapOp::kMish}, {"HardSigmoid", MapOp::kHardSigmoid},
+    {"Mish", MapOp::kMish}, {"Swish", MapOp::kSwish}, {"HardSigmoid", MapOp::kHardSigmoid},
     {"HardSwish", MapOp::kHardSwish}, {"LeakyRelu", MapOp::kLeakyRelu}, {"Elu", MapOp::kElu},
     {"Selu", MapOp::kSelu}, {"Celu", MapOp::kCelu}, {"Clip", MapOp::kClip},
     {"Pow", MapOp::kPow}, {"Max", MapOp::kMax}, {"Min", MapOp::kMin}, {"PRelu", MapOp::kPRelu},
@@ -116,6 +116,8 @@ void run_unary(MapOp op, const UnaryParams& p, const float* x, float* y, int64_t
     case MapOp::kSoftplus: return map1(x, y, n, softplus);
     case MapOp::kSoftsign: return map1(x, y, n, [](float v) { return v / (1.0f + std::fabs(v)); });
     case MapOp::kMish: return map1(x, y, n, [](float v) { return v * std::tanh(softplus(v)); });
+    case MapOp::kSwish:
+      return map1(x, y, n, [=](float v) { return v / (1.0f + std::exp(-alpha * v)); });
     case MapOp::kHardSigmoid:
       return map1(x, y, n, [=](float v) { return std::max(0.0f, std::min(1.0f, alpha * v + beta)); });
     case MapOp::kHardSwish:
@@ -370,6 +372,7 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_elementwise_map(const ir::Node
       break;
     }
     case MapOp::kElu:
+    case MapOp::kSwish:
     case MapOp::kCelu: {
       PG_ASSIGN_OR_RETURN(p.alpha, attrs.get_float("alpha", 1.0f));
       break;

@@ -7,7 +7,7 @@
 //     dims from axis on; Scale and B must hold exactly one row's worth of values (any shape
 //     that broadcasts to the normalized shape with that count); the optional Mean and
 //     InvStdDev outputs, other dtypes and other broadcasts go to the reference.
-//   RMSNormalization (peregrine domain, from rms_norm_fusion): rows of the dims from axis on,
+//   RMSNormalization (ONNX 23, and the peregrine domain's from rms_norm_fusion): rows of the dims from axis on,
 //     Scale as for LayerNormalization.
 #include <algorithm>
 #include <string>
@@ -173,7 +173,8 @@ bool claims_softmax_layernorm(const ir::Node& node) {
   if (node.op_type == "Softmax") return in_onnx_domain(node);
   if (node.op_type == "LayerNormalization")
     return in_onnx_domain(node) || node.domain == kPeregrineDomain;
-  if (node.op_type == "RMSNormalization") return node.domain == kPeregrineDomain;
+  if (node.op_type == "RMSNormalization")
+    return in_onnx_domain(node) || node.domain == kPeregrineDomain;
   return false;
 }
 
