@@ -29,7 +29,23 @@ unit: build
 robustness: build
 	python3 tests/robustness/run_corpus.py --peregrine $(PEREGRINE)
 
-conformance: build
+# The newest onnx's node tests: its wheel ships case definitions, not data, so they are written
+# once (seeded) by tests/conformance/generate_node_tests.py run in a venv holding that onnx.
+ONNX_NEWEST := 1.23.2
+ONNX_NEWEST_VENV := $(HOME)/.cache/peregrine/onnx-$(ONNX_NEWEST)-venv
+ONNX_NEWEST_TESTS := $(BUILD)/onnx-$(ONNX_NEWEST)-node
+
+$(ONNX_NEWEST_TESTS): tests/conformance/generate_node_tests.py
+	@[ -x $(ONNX_NEWEST_VENV)/bin/python ] && $(ONNX_NEWEST_VENV)/bin/python -c "import onnx; assert onnx.__version__ == '$(ONNX_NEWEST)'" 2>/dev/null || \
+	  { rm -rf $(ONNX_NEWEST_VENV) && python3 -m venv $(ONNX_NEWEST_VENV) && \
+	    $(ONNX_NEWEST_VENV)/bin/pip install -q --disable-pip-version-check onnx==$(ONNX_NEWEST) numpy==2.4.6; }
+	$(ONNX_NEWEST_VENV)/bin/python tests/conformance/generate_node_tests.py -o $@
+
+conformance: build $(ONNX_NEWEST_TESTS)
+	@echo "onnx $(ONNX_NEWEST)'s node tests (default-domain opsets 1..26):"
+	PEREGRINE_POISON_OUTPUTS=1 $(BUILD)/bin/peregrine_conformance --data $(ONNX_NEWEST_TESTS) --expected-failures tests/conformance/expected_failures_onnx_1.23.txt
+	$(BUILD)/bin/peregrine_conformance --data $(ONNX_NEWEST_TESTS) --expected-failures tests/conformance/expected_failures_onnx_1.23.txt -O0 --backend reference
+	@echo "onnx 1.17's node tests (the pinned onnx; cases the newer suite changed or dropped):"
 	PEREGRINE_POISON_OUTPUTS=1 $(BUILD)/bin/peregrine_conformance --expected-failures tests/conformance/expected_failures.txt
 	@echo "the same tests without graph optimizations (-O0) and on reference kernels only:"
 	$(BUILD)/bin/peregrine_conformance --expected-failures tests/conformance/expected_failures.txt -O0 --backend reference
