@@ -39,6 +39,10 @@ struct SessionOptions {
   std::vector<std::string> disabled_passes;
   // Static memory plan: intermediates with static shapes share one arena (src/planner/).
   bool memory_plan = true;
+  // The most memory the model's static tensors (activation arena, graph inputs and outputs,
+  // weights) may need; a model over it fails to load with the numbers. 0: the default, three
+  // quarters of physical memory (core/memory_budget.h); negative: no limit.
+  int64_t memory_limit_bytes = 0;
   // Compute precision of GEMM-class nodes (Conv, ConvTranspose, MatMul, Gemm and their fused
   // forms); the rest computes in float32. kBFloat16 needs the cpu backend on a CPU with
   // AVX512_BF16, else loading fails with the reason.
