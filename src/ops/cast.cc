@@ -58,11 +58,31 @@ Status infer_cast_like(InferContext& ctx) {
   return infer_cast_to(ctx, ctx.input_type(1).dtype);
 }
 
+// BitCast (opset 26): the same bytes read as `to`, which must have the input's bit width.
+Status infer_bit_cast(InferContext& ctx) {
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 0));
+  PG_ASSIGN_OR_RETURN(int64_t to, ctx.attrs().get_int("to"));
+  if (to < 0 || to > kMaxDTypeValue || !dtype_is_valid(static_cast<int32_t>(to)))
+    return ctx.error("attribute 'to' = " + std::to_string(to) + " is not a valid element type");
+  const DType from = ctx.input_type(0).dtype, target = static_cast<DType>(to);
+  auto whole_bytes = [](DType t) {
+    return t != DType::kString && t != DType::kInt4 && t != DType::kUInt4 && t != DType::kUndefined;
+  };
+  if (!whole_bytes(from) || !whole_bytes(target))
+    return ctx.error("BitCast between " + std::string(dtype_name(from)) + " and " +
+                     std::string(dtype_name(target)) + " is not supported (strings and 4-bit types)");
+  if (dtype_size(from) != dtype_size(target))
+    return ctx.error("BitCast from " + std::string(dtype_name(from)) + " to " +
+                     std::string(dtype_name(target)) + ": the bit widths differ");
+  return infer_cast_to(ctx, target);
+}
+
 }  // namespace
 
 void register_cast_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "Cast", 1, infer_cast, elementwise_cost(1)});
   r.add({kOnnxDomain, "CastLike", 15, infer_cast_like, elementwise_cost(1)});
+  r.add({kOnnxDomain, "BitCast", 26, infer_bit_cast, elementwise_cost(0)});
 }
 
 }  // namespace peregrine

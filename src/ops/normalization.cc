@@ -145,6 +145,20 @@ Status infer_lrn(InferContext& ctx) {
   return Status::ok();
 }
 
+// LpNormalization: X / (sum over `axis` of |X|^p)^(1/p), p 1 or 2; zero where the norm is 0.
+Status infer_lp_norm(InferContext& ctx) {
+  PG_RETURN_IF_ERROR(require_float_input(ctx, 0).status());
+  PG_ASSIGN_OR_RETURN(int64_t p, ctx.attrs().get_int("p", 2));
+  if (p != 1 && p != 2) return ctx.error("attribute 'p' must be 1 or 2, got " + std::to_string(p));
+  const ir::ValueType& x = ctx.input_type(0);
+  if (x.has_shape) {
+    PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
+    PG_RETURN_IF_ERROR(normalize_axis(ctx, axis, x.rank()).status());
+  }
+  ctx.set_output(0, x);
+  return Status::ok();
+}
+
 Status infer_mvn(InferContext& ctx) {
   PG_RETURN_IF_ERROR(require_float_input(ctx, 0).status());
   PG_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.attrs().get_ints("axes", {0, 2, 3}));
@@ -170,6 +184,7 @@ void register_normalization_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "LayerNormalization", 17, infer_layer_norm, elementwise_cost(6)});
   r.add({kOnnxDomain, "GroupNormalization", 18, infer_group_norm, elementwise_cost(6)});
   r.add({kOnnxDomain, "LRN", 1, infer_lrn, elementwise_cost(8)});
+  r.add({kOnnxDomain, "LpNormalization", 1, infer_lp_norm, elementwise_cost(4)});
   r.add({kOnnxDomain, "MeanVarianceNormalization", 9, infer_mvn, elementwise_cost(6)});
 }
 

@@ -1,5 +1,5 @@
 // Reference kernels of the cast family: Cast and CastLike between every element
-// type but complex, including float8, 4-bit integers, bool and string.
+// type but complex, including float8, 4-bit integers, bool and string; BitCast.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -252,11 +252,21 @@ Status cast_kernel(KernelContext& ctx) {
   return s;
 }
 
+// BitCast: the input's bytes, unchanged, under the output's type (little endian, as the host).
+Status bit_cast_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (y.nbytes() != x.nbytes()) return ctx.error("BitCast changes the byte size");
+  if (x.nbytes() > 0) std::memcpy(y.raw(), x.raw(), x.nbytes());
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_cast_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "Cast", cast_kernel);
   r.add(kOnnxDomain, "CastLike", cast_kernel);
+  r.add(kOnnxDomain, "BitCast", bit_cast_kernel);
 }
 
 }  // namespace peregrine

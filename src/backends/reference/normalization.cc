@@ -233,6 +233,33 @@ Status group_norm_kernel(KernelContext& ctx) {
   return store_doubles(y, ctx.output(0));
 }
 
+Status lp_norm_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  PG_ASSIGN_OR_RETURN(int64_t p, ctx.attrs().get_int("p", 2));
+  PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -1));
+  if (axis < 0) axis += x.rank();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  const int64_t len = x.dim(axis);
+  PG_ASSIGN_OR_RETURN(std::vector<double> v, to_doubles(x));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * len * inner + i;
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const double e = v[static_cast<size_t>(base + k * inner)];
+        sum += p == 1 ? std::fabs(e) : e * e;
+      }
+      const double norm = p == 1 ? sum : std::sqrt(sum);
+      for (int64_t k = 0; k < len; ++k) {
+        double& e = v[static_cast<size_t>(base + k * inner)];
+        e = norm == 0 ? 0.0 : e / norm;
+      }
+    }
+  return store_doubles(v, ctx.output(0));
+}
+
 Status lrn_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.rank() < 3) return ctx.error("input must have rank >= 3");
@@ -309,6 +336,7 @@ void register_normalization_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "LayerNormalization", layer_norm_kernel);
   r.add(kOnnxDomain, "GroupNormalization", group_norm_kernel);
   r.add(kOnnxDomain, "LRN", lrn_kernel);
+  r.add(kOnnxDomain, "LpNormalization", lp_norm_kernel);
   r.add(kOnnxDomain, "MeanVarianceNormalization", mvn_kernel);
 }
 
