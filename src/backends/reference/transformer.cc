@@ -1,4 +1,8 @@
 // Reference kernels of the transformer family (ops/transformer.cc).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "backends/reference/kernel_list.h"
 #include "ops/op_schema.h"
 
@@ -72,10 +76,150 @@ Status rotary_embedding_kernel(KernelContext& ctx) {
   return Status::ok();
 }
 
+// Attention, as onnx's reference computes it: Q and K each scaled by sqrt(scale), the
+// product softcapped, then the bias (mask, causal frontier, sliding window, padding) added; a
+// softmax per query row (a row with every key masked gives zeros); Y = P V. Query head h reads
+// key / value head h / (Hq / Hkv). The causal and window frontiers are bottom-right aligned:
+// query i sees key j <= i + offset, offset the past length (or nonpad_kv_seqlen - Sq).
+Status attention_kernel(KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  auto optional = [&](size_t i) { return ctx.num_inputs() > i && ctx.has_input(i) ? &ctx.input(i) : nullptr; };
+  const Tensor* mask = optional(3);
+  const Tensor* past_k = optional(4);
+  const Tensor* past_v = optional(5);
+  const Tensor* nonpad = optional(6);
+  const auto& attrs = ctx.attrs();
+  PG_ASSIGN_OR_RETURN(int64_t causal, attrs.get_int("is_causal", 0));
+  PG_ASSIGN_OR_RETURN(int64_t q_heads_attr, attrs.get_int("q_num_heads", 0));
+  PG_ASSIGN_OR_RETURN(int64_t kv_heads_attr, attrs.get_int("kv_num_heads", 0));
+  PG_ASSIGN_OR_RETURN(float softcap, attrs.get_float("softcap", 0.0f));
+  PG_ASSIGN_OR_RETURN(int64_t qk_mode, attrs.get_int("qk_matmul_output_mode", 0));
+  PG_ASSIGN_OR_RETURN(int64_t left, attrs.get_int("left_window_size", -1));
+  PG_ASSIGN_OR_RETURN(int64_t right, attrs.get_int("right_window_size", -1));
+  if ((past_k == nullptr) != (past_v == nullptr))
+    return ctx.error("past_key and past_value must be given together");
+  if (nonpad && past_k) return ctx.error("nonpad_kv_seqlen cannot be combined with a past cache");
+  if (qk_mode < 0 || qk_mode > 3) return ctx.error("qk_matmul_output_mode must be 0..3");
+  const bool three_d = q.rank() == 3;
+  const int64_t batch = q.dim(0);
+  const int64_t hq = three_d ? q_heads_attr : q.dim(1), hkv = three_d ? kv_heads_attr : k.dim(1);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+    return ctx.error("q heads " + std::to_string(hq) + " must be a multiple of kv heads " + std::to_string(hkv));
+  const int64_t sq = three_d ? q.dim(1) : q.dim(2), snew = three_d ? k.dim(1) : k.dim(2);
+  if ((three_d ? v.dim(1) : v.dim(2)) != snew) return ctx.error("K and V have different sequence lengths");
+  const int64_t dq = three_d ? q.dim(2) / hq : q.dim(3), dk = three_d ? k.dim(2) / hkv : k.dim(3);
+  const int64_t dv = three_d ? v.dim(2) / hkv : v.dim(3);
+  if (dq != dk) return ctx.error("Q and K head sizes differ");
+  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + snew;
+  if (past_k && (past_k->shape() != Shape{batch, hkv, past, dk} || past_v->shape() != Shape{batch, hkv, past, dv}))
+    return ctx.error("past_key / past_value must be (batch, kv heads, past, head size)");
+  if (nonpad && nonpad->numel() != batch) return ctx.error("nonpad_kv_seqlen must hold one length per batch");
+  float scale;
+  {
+    PG_ASSIGN_OR_RETURN(float s, attrs.get_float("scale", 0.0f));
+    scale = attrs.has("scale") ? s : 1.0f / std::sqrt(static_cast<float>(dq));
+  }
+  const float root = std::sqrt(scale);
+  // Element accessors in (b, h, s, d) for either layout; K / V positions below `past` come from the cache.
+  auto q_at = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
+    return three_d ? q.data<float>()[(b * sq + s) * hq * dq + h * dq + d] : q.data<float>()[((b * hq + h) * sq + s) * dq + d];
+  };
+  auto kv_at = [&](const Tensor& t, const Tensor* cache, int64_t width, int64_t b, int64_t h, int64_t j, int64_t d) {
+    if (j < past) return cache->data<float>()[((b * hkv + h) * past + j) * width + d];
+    const int64_t s = j - past;
+    return three_d ? t.data<float>()[(b * snew + s) * hkv * width + h * width + d]
+                   : t.data<float>()[((b * hkv + h) * snew + s) * width + d];
+  };
+  // The mask, broadcast from its own rank (right-aligned) to (B, Hq, Sq, L); past its last
+  // axis (shorter than L) everything is masked.
+  auto mask_bias = [&](int64_t b, int64_t h, int64_t i, int64_t j) -> double {
+    if (!mask) return 0.0;
+    const int64_t r = mask->rank();
+    const Shape& ms = mask->shape();
+    if (j >= ms[static_cast<size_t>(r - 1)]) return -INFINITY;
+    const int64_t idx[4] = {b, h, i, j};
+    int64_t off = 0;
+    for (int64_t a = 0; a < r; ++a) {
+      const int64_t dim = ms[static_cast<size_t>(a)];
+      const int64_t coord = idx[4 - r + a];
+      off = off * dim + (dim == 1 ? 0 : coord);
+    }
+    if (mask->dtype() == DType::kBool) return mask->data<bool>()[off] ? 0.0 : -INFINITY;
+    return static_cast<double>(mask->data<float>()[off]);
+  };
+  if (mask && (mask->rank() < 1 || mask->rank() > 4 || (mask->dtype() != DType::kBool && mask->dtype() != DType::kFloat32)))
+    return ctx.error("attn_mask must be bool or float32 of rank 1 to 4");
+
+  Tensor& y = ctx.allocate_output(0, DType::kFloat32, three_d ? Shape{batch, sq, hq * dv} : Shape{batch, hq, sq, dv});
+  Tensor* present_k = ctx.num_outputs() > 1 && ctx.wants_output(1) ? &ctx.allocate_output(1, DType::kFloat32, {batch, hkv, total, dk}) : nullptr;
+  Tensor* present_v = ctx.num_outputs() > 2 && ctx.wants_output(2) ? &ctx.allocate_output(2, DType::kFloat32, {batch, hkv, total, dv}) : nullptr;
+  Tensor* qk_out = ctx.num_outputs() > 3 && ctx.wants_output(3) ? &ctx.allocate_output(3, DType::kFloat32, {batch, hq, sq, total}) : nullptr;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hkv; ++h)
+      for (int64_t j = 0; j < total; ++j) {
+        for (int64_t d = 0; present_k && d < dk; ++d)
+          present_k->data<float>()[((b * hkv + h) * total + j) * dk + d] = kv_at(k, past_k, dk, b, h, j, d);
+        for (int64_t d = 0; present_v && d < dv; ++d)
+          present_v->data<float>()[((b * hkv + h) * total + j) * dv + d] = kv_at(v, past_v, dv, b, h, j, d);
+      }
+  const int64_t reps = hq / hkv;
+  std::vector<double> score(static_cast<size_t>(total)), bias(static_cast<size_t>(total));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t offset = past_k ? past : nonpad ? nonpad->get_as_int64(b) - sq : 0;
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t hk = h / reps;
+      for (int64_t i = 0; i < sq; ++i) {
+        double bias_max = -INFINITY;
+        for (int64_t j = 0; j < total; ++j) {
+          double qk = 0;
+          for (int64_t d = 0; d < dq; ++d)
+            qk += static_cast<double>(q_at(b, h, i, d) * root) * static_cast<double>(kv_at(k, past_k, dk, b, hk, j, d) * root);
+          qk = static_cast<float>(qk);
+          if (softcap > 0) qk = softcap * std::tanh(qk / softcap);
+          double bj = mask_bias(b, h, i, j);
+          if (causal && j > i + offset) bj = -INFINITY;
+          const int64_t diff = i + offset - j;
+          if ((left >= 0 && diff > left) || (right >= 0 && -diff > right)) bj = -INFINITY;
+          if (nonpad && j >= nonpad->get_as_int64(b)) bj = -INFINITY;
+          bias[static_cast<size_t>(j)] = bj;
+          bias_max = std::max(bias_max, bj);
+          score[static_cast<size_t>(j)] = qk + bj;
+          if (qk_out && qk_mode < 2) qk_out->data<float>()[((b * hq + h) * sq + i) * total + j] = static_cast<float>(qk);
+          if (qk_out && qk_mode == 2) qk_out->data<float>()[((b * hq + h) * sq + i) * total + j] = static_cast<float>(qk + bj);
+        }
+        // Softmax over the row; a row whose every key is masked gives zeros.
+        double mx = -INFINITY;
+        for (double sc : score) mx = std::max(mx, sc);
+        double sum = 0;
+        for (auto& sc : score) {
+          sc = std::isinf(mx) && mx < 0 ? 0.0 : std::exp(sc - mx);
+          sum += sc;
+        }
+        const bool all_masked = std::isinf(bias_max) && bias_max < 0;
+        for (auto& sc : score) sc = all_masked || sum == 0 ? 0.0 : static_cast<float>(sc / sum);
+        if (qk_out && qk_mode == 3)
+          for (int64_t j = 0; j < total; ++j)
+            qk_out->data<float>()[((b * hq + h) * sq + i) * total + j] = static_cast<float>(score[static_cast<size_t>(j)]);
+        for (int64_t d = 0; d < dv; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < total; ++j)
+            acc += score[static_cast<size_t>(j)] * static_cast<double>(kv_at(v, past_v, dv, b, hk, j, d));
+          const int64_t at = three_d ? (b * sq + i) * hq * dv + h * dv + d : ((b * hq + h) * sq + i) * dv + d;
+          y.data<float>()[at] = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_transformer_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "RotaryEmbedding", rotary_embedding_kernel);
+  r.add(kOnnxDomain, "Attention", attention_kernel);
 }
 
 }  // namespace peregrine
