@@ -30,6 +30,7 @@ const std::map<std::string, Factory>& factories() {
       {"rms_norm_fusion", make_rms_norm_fusion},
       {"gelu_fusion", make_gelu_fusion},
       {"attention_fusion", make_attention_fusion},
+      {"onnx_attention_to_fused", make_onnx_attention_to_fused},
       {"elementwise_chain_fusion", make_elementwise_chain_fusion},
       {"layout_nhwc", make_layout_nhwc},
       {"fuse_qdq_conv", make_fuse_qdq_conv},
@@ -60,7 +61,8 @@ const std::vector<std::string> kCleanup = {
 // pattern fusions and fuse_activation left.
 const std::vector<std::string> kFusion = {
     "conv_batchnorm_folding",    "gelu_fusion",           "layer_norm_fusion",
-    "rms_norm_fusion",           "attention_fusion",      "move_transposes",
+    "rms_norm_fusion",           "attention_fusion",      "onnx_attention_to_fused",
+    "move_transposes",
     "collapse_transpose_chains", "matmul_add_to_gemm",    "matmul_transposed_weight",
     "fuse_activation",
     "elementwise_chain_fusion",  "dead_code_elimination",

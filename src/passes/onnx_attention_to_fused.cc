@@ -1,0 +1,112 @@
+// onnx_attention_to_fused
+//   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
+//             the fused kernel lacks: no past_key / past_value, no nonpad_kv_seqlen, no softcap,
+//             no sliding window, one KV head per query head (no GQA / MQA), a mask that is
+//             absent or float32 whose last axis is the key length, is_causal only where the
+//             query and key lengths are equal (there the top-left frontier ONNX uses without a
+//             cache is the fused kernel's bottom-right one), and no reader of present_key,
+//             present_value or qk_matmul_output.
+//   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
+//             (0 for 4-D, already per head), scale (ONNX's default 1 / sqrt(head size) written
+//             out) and causal.
+//   Why:      the fused kernel tiles the scores in registers and threads over heads; the
+//             reference kernel of ONNX Attention is a plain loop nest.
+#include <cmath>
+#include <limits>
+
+#include "ir/attributes.h"
+#include "ops/op_schema.h"
+#include "passes/pass.h"
+#include "passes/pass_list.h"
+#include "passes/pass_util.h"
+
+namespace peregrine::passes {
+
+namespace {
+
+bool unused(const GraphIndex& index, const ir::Node& n, size_t output) {
+  return output >= n.outputs.size() || n.outputs[output].empty() ||
+         (index.uses(n.outputs[output]).empty() && !index.is_graph_output(n.outputs[output]));
+}
+
+bool present(const ir::Node& n, size_t input) {
+  return input < n.inputs.size() && !n.inputs[input].empty();
+}
+
+struct Match {
+  ir::Node* node;
+  int64_t num_heads;
+  float scale;
+  int64_t causal;
+};
+
+std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& n) {
+  if (!is_op(&n, "Attention") || n.opset < 23) return std::nullopt;
+  if (present(n, 4) || present(n, 5) || present(n, 6)) return std::nullopt;
+  for (size_t o = 1; o < 4; ++o)
+    if (!unused(index, n, o)) return std::nullopt;
+  const ir::ValueType* q = float32_type(g, n.inputs[0]);
+  const ir::ValueType* k = float32_type(g, n.inputs[1]);
+  const ir::ValueType* v = float32_type(g, n.inputs[2]);
+  if (!q || !k || !v || !q->is_static() || !k->is_static() || !v->is_static()) return std::nullopt;
+  const ir::AttrView attrs(n);
+  auto int_or = [&](const char* key, int64_t fallback) {
+    auto r = attrs.get_int(key, fallback);
+    return r.is_ok() ? *r : std::numeric_limits<int64_t>::min();
+  };
+  auto softcap = attrs.get_float("softcap", 0.0f);
+  if (!softcap.is_ok() || *softcap != 0.0f) return std::nullopt;
+  if (int_or("left_window_size", -1) != -1 || int_or("right_window_size", -1) != -1) return std::nullopt;
+  const bool three_d = q->rank() == 3;
+  if (q->rank() != k->rank() || q->rank() != v->rank() || (q->rank() != 3 && q->rank() != 4))
+    return std::nullopt;
+  const int64_t hq = three_d ? int_or("q_num_heads", 0) : q->dims[1];
+  const int64_t hkv = three_d ? int_or("kv_num_heads", 0) : k->dims[1];
+  if (hq <= 0 || hq != hkv || (!three_d && v->dims[1] != hq)) return std::nullopt;
+  if (three_d && (q->dims[2] % hq != 0 || k->dims[2] != q->dims[2])) return std::nullopt;
+  const int64_t head = three_d ? q->dims[2] / hq : q->dims[3];
+  const int64_t sq = q->dims[q->rank() - 2], skv = k->dims[k->rank() - 2];
+  const int64_t causal = int_or("is_causal", 0);
+  if (causal != 0 && (causal != 1 || sq != skv)) return std::nullopt;
+  if (present(n, 3)) {
+    const ir::ValueType* m = float32_type(g, n.inputs[3]);
+    if (!m || !m->is_static() || m->rank() < 2 || m->dims.back() != skv) return std::nullopt;
+  }
+  float scale = 1.0f / std::sqrt(static_cast<float>(head));
+  if (attrs.has("scale")) {
+    auto s = attrs.get_float("scale");
+    if (!s.is_ok()) return std::nullopt;
+    scale = *s;
+  }
+  return Match{&n, three_d ? hq : 0, scale, causal};
+}
+
+void rewrite(ir::Graph& g, const Match& m) {
+  ir::Node& n = *m.node;
+  std::vector<std::string> inputs(n.inputs.begin(), n.inputs.begin() + 3);
+  if (present(n, 3)) inputs.push_back(n.inputs[3]);
+  ir::Node* fused = add_node(g, "Attention", inputs, {n.outputs[0]}, n.name);
+  fused->domain = kPeregrineDomain;
+  fused->opset = 1;
+  fused->attributes["num_heads"] = int_attr("num_heads", m.num_heads);
+  fused->attributes["scale"] = float_attr("scale", m.scale);
+  fused->attributes["causal"] = int_attr("causal", m.causal);
+  import_peregrine_domain(g);
+  for (size_t o = 1; o < n.outputs.size(); ++o)
+    if (!n.outputs[o].empty()) g.values.erase(n.outputs[o]);
+  remove_nodes(g, {&n});
+}
+
+class OnnxAttentionToFused : public Pass {
+ public:
+  const char* name() const override { return "onnx_attention_to_fused"; }
+  Expected<bool> run(ir::Graph& g) override {
+    return rewrite_each_match(g, match, rewrite) > 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_onnx_attention_to_fused() { return std::make_unique<OnnxAttentionToFused>(); }
+
+}  // namespace peregrine::passes
