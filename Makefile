@@ -42,7 +42,7 @@ $(ONNX_NEWEST_TESTS): tests/conformance/generate_node_tests.py
 	$(ONNX_NEWEST_VENV)/bin/python tests/conformance/generate_node_tests.py -o $@
 
 conformance: build $(ONNX_NEWEST_TESTS)
-	@echo "onnx $(ONNX_NEWEST)'s node tests (default-domain opsets 1..26):"
+	@echo "onnx $(ONNX_NEWEST)'s node tests (default-domain opsets 1..28):"
 	PEREGRINE_POISON_OUTPUTS=1 $(BUILD)/bin/peregrine_conformance --data $(ONNX_NEWEST_TESTS) --expected-failures tests/conformance/expected_failures_onnx_1.23.txt
 	$(BUILD)/bin/peregrine_conformance --data $(ONNX_NEWEST_TESTS) --expected-failures tests/conformance/expected_failures_onnx_1.23.txt -O0 --backend reference
 	@echo "onnx 1.17's node tests (the pinned onnx; cases the newer suite changed or dropped):"

@@ -65,7 +65,8 @@ Status infer_bitshift(InferContext& ctx) {
   if (direction != "LEFT" && direction != "RIGHT")
     return ctx.error("attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"" + direction +
                      "\"");
-  return infer_binary(ctx, TypeClass::kUnsigned);
+  // Signed integers since opset 28 (arithmetic right shift).
+  return infer_binary(ctx, ctx.opset() >= 28 ? TypeClass::kInteger : TypeClass::kUnsigned);
 }
 
 void add_unary(SchemaRegistry& r, const char* op, TypeClass c, double flops) {

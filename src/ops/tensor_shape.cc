@@ -520,10 +520,9 @@ Status infer_depth_to_space(InferContext& ctx, bool to_space) {
   PG_ASSIGN_OR_RETURN(int64_t b, ctx.attrs().get_int("blocksize"));
   if (b <= 0 || b > (1 << 16))
     return ctx.error("blocksize " + std::to_string(b) + " must be positive");
-  if (to_space) {
-    PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "DCR"));
-    if (mode != "DCR" && mode != "CRD") return ctx.error("mode '" + mode + "' must be DCR or CRD");
-  }
+  // DepthToSpace has had `mode` since opset 11, SpaceToDepth since opset 28.
+  PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "DCR"));
+  if (mode != "DCR" && mode != "CRD") return ctx.error("mode '" + mode + "' must be DCR or CRD");
   if (!in.has_shape) {
     ctx.set_output_tensor(0, in.dtype, unknown_dims(4));
     return Status::ok();

@@ -91,10 +91,8 @@ Storage<U> store_value(V v, bool saturate) {
   } else if constexpr (std::is_same_v<U, bool>) {
     return v != V(0);
   } else if constexpr (std::is_same_v<U, BFloat16>) {
-    // onnx's reference (and its test data) truncates float to bfloat16.
-    BFloat16 b;
-    b.bits = static_cast<uint16_t>(float_bits(static_cast<float>(v)) >> 16);
-    return b;
+    // Round to nearest even, as onnx's reference does since 1.18 (1.17's test data truncated).
+    return BFloat16(static_cast<float>(v));
   } else if constexpr (std::is_same_v<U, Float16>) {
     return U(static_cast<float>(v));
   } else if constexpr (std::is_floating_point_v<U>) {

@@ -204,13 +204,15 @@ Status bitshift_kernel(KernelContext& ctx) {
     map_binary<T, T, T>(a, b, out, [left](T x, T y) -> T {
       using U = std::make_unsigned_t<T>;
       constexpr uint64_t kBits = sizeof(T) * 8;
-      // Shifting by the width or more is undefined in C++; every bit is shifted out.
-      if constexpr (std::is_signed_v<T>) {
-        if (y < 0) return 0;
-      }
-      if (static_cast<uint64_t>(y) >= kBits) return 0;
-      U ux = static_cast<U>(x);
-      return static_cast<T>(left ? static_cast<U>(ux << y) : static_cast<U>(ux >> y));
+      // Shifting by the width or more (or by a negative count) shifts every bit out: a signed
+      // value shifted right keeps its sign (-1 or 0), anything else becomes 0.
+      bool out_of_range = static_cast<uint64_t>(y) >= kBits;
+      if constexpr (std::is_signed_v<T>) out_of_range |= y < 0;
+      if (out_of_range) return !left && x < 0 ? T(-1) : T(0);
+      // Left shifts as unsigned (no signed overflow); right shifts of signed values are
+      // arithmetic (opset 28), of unsigned ones logical.
+      if (left) return static_cast<T>(static_cast<U>(static_cast<U>(x) << y));
+      return static_cast<T>(x >> y);
     });
   });
 }

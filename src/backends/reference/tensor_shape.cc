@@ -321,7 +321,7 @@ Status depth_to_space_kernel(KernelContext& ctx, bool to_space) {
   Tensor& out = ctx.output(0);
   PG_ASSIGN_OR_RETURN(int64_t b, ctx.attrs().get_int("blocksize"));
   PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "DCR"));
-  const bool crd = to_space && mode == "CRD";
+  const bool crd = mode == "CRD";
   const int64_t C = in.dim(1), H = in.dim(2), W = in.dim(3);
   const int64_t OC = out.dim(1), OH = out.dim(2), OW = out.dim(3);
   return copy_by_index(in, out, [&](int64_t i) {
@@ -333,8 +333,9 @@ Status depth_to_space_kernel(KernelContext& ctx, bool to_space) {
       ih = y / b;
       iw = x / b;
     } else {
-      const int64_t block = c / C, bh = block / b, bw = block % b;
-      ic = c % C;
+      // Output channel c: DCR (block, channel), CRD (channel, block).
+      const int64_t block = crd ? c % (b * b) : c / C, bh = block / b, bw = block % b;
+      ic = crd ? c / (b * b) : c % C;
       ih = y * b + bh;
       iw = x * b + bw;
     }

@@ -23,7 +23,7 @@ struct ImportLimits {
 };
 
 // Newest default-domain opset this build understands (that of the pinned onnx).
-inline constexpr int kMaxOnnxOpset = 26;
+inline constexpr int kMaxOnnxOpset = 28;
 inline constexpr int kMinOnnxOpset = 1;
 
 Expected<ir::Model> load_onnx_model(const std::string& path, const ImportLimits& limits = {});

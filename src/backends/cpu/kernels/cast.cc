@@ -1,6 +1,6 @@
 // CPU kernel of Cast between float32 and the 16-bit floats: float16 through AVX-512's
 // conversion instructions (ukernels/f16_convert_ukernels.h), bfloat16 by its bit layout (the top
-// half of a float32), threaded over pieces. Other type pairs run the
+// half of a float32, rounded to nearest even), threaded over pieces. Other type pairs run the
 // reference kernel. These are the casts a float16 model keeps at its inputs and outputs once
 // float16_to_float32 has moved its arithmetic to float32, and the casts of mixed-precision graphs.
 #include <algorithm>
@@ -22,9 +22,9 @@ void bf16_to_f32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = bits_float(static_cast<uint32_t>(x[i]) << 16);
 }
 
-// Truncation, as the reference kernel and onnx's Cast test data do.
+// Round to nearest even, as the reference kernel.
 void f32_to_bf16(const float* x, uint16_t* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = static_cast<uint16_t>(float_bits(x[i]) >> 16);
+  for (size_t i = 0; i < n; ++i) y[i] = BFloat16::from_float(x[i]);
 }
 
 class CastKernel : public PreparedKernel {
