@@ -56,17 +56,26 @@ Tensor widen(const Tensor& t) {
   return out;
 }
 
-bool holds_narrow(const ir::Graph& g) {
-  for (const auto& [name, v] : g.values)
-    if (narrow_type(v.type) || (v.initializer && narrow(v.initializer->dtype()))) return true;
+bool holds_narrow(const ir::Graph& g);
+
+// A subgraph of some node of `g` (If / Loop / Scan bodies) holds a 16-bit float.
+bool subgraphs_hold_narrow(const ir::Graph& g) {
   for (const auto& n : g.nodes)
     for (const auto& [key, a] : n->attributes) {
-      if (a.type == ir::Attribute::Type::kTensor && narrow(a.t.dtype())) return true;
       if (a.type == ir::Attribute::Type::kGraph && a.g && holds_narrow(*a.g)) return true;
       for (const auto& sub : a.graphs)
         if (sub && holds_narrow(*sub)) return true;
     }
   return false;
+}
+
+bool holds_narrow(const ir::Graph& g) {
+  for (const auto& [name, v] : g.values)
+    if (narrow_type(v.type) || (v.initializer && narrow(v.initializer->dtype()))) return true;
+  for (const auto& n : g.nodes)
+    for (const auto& [key, a] : n->attributes)
+      if (a.type == ir::Attribute::Type::kTensor && narrow(a.t.dtype())) return true;
+  return subgraphs_hold_narrow(g);
 }
 
 // Quantization ops round in their scale's type: a 16-bit scale widened to float32 moves some
@@ -86,15 +95,6 @@ bool quantizes_narrow(const ir::Graph& g) {
   return false;
 }
 
-bool subgraphs_hold_narrow(const ir::Graph& g) {
-  for (const auto& n : g.nodes)
-    for (const auto& [key, a] : n->attributes) {
-      if (a.type == ir::Attribute::Type::kGraph && a.g && holds_narrow(*a.g)) return true;
-      for (const auto& sub : a.graphs)
-        if (sub && holds_narrow(*sub)) return true;
-    }
-  return false;
-}
 
 // Attributes that name an output element type.
 void retarget_attributes(ir::Node& n) {
