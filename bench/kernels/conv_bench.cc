@@ -1,17 +1,19 @@
-// 3x3 stride-1 convolutions of the zoo models through the CPU backend (one-node Conv graph, the
-// executor's kernel path), im2col + GEMM against Winograd F(4x4, 3x3) and F(2x2, 3x3), in GFLOP/s
-// counted as a direct convolution's 2 * Cout * Cin * 9 * OH * OW (so the paths compare by time).
+// Stride-1 convolutions of the zoo and real models through the CPU backend (one-node Conv graph,
+// the executor's kernel path), each algorithm forced: im2col + GEMM, Winograd F(4x4, 3x3) and
+// F(2x2, 3x3), the phase-plane GEMM, and the automatic choice; in GFLOP/s counted as a direct
+// convolution's 2 * Cout * Cin * KH * KW * OH * OW (so the paths compare by time).
 //
 //   build/bin/peregrine_conv_bench --benchmark_filter='ResNet50' --benchmark_repetitions=3
 //
-// Names: <model>/<layer>_<Cin>to<Cout>_<H>x<W>/<algo>/threads:<t>; batch 1, pads 1, bias.
+// Names: <model>/<layer>_<Cin>to<Cout>_<H>x<W>/<algo>/threads:<t>; batch 1, "same" pads, bias.
 // Shapes: ResNet-50 (1x3x224x224) conv2 of layer1..4 (the stride-1 blocks); YOLOv8s-style
 // (640x640) C2f bottleneck convs and the detect heads' 3x3 convs; VGG-16 (224x224) conv4/conv5
-// (512 channels, 28x28 and 14x14); and small maps (7x7 at 128/256 channels, 5x5 and 3x3 at 512)
-// that bound the F(2x2) rule. MobileNetV2 has no case: its 3x3 convs are depthwise or stride 2,
-// which the Winograd paths do not take.
-// The algorithm is forced with PEREGRINE_CONV_ALGO at prepare time. Single-thread rates use
-// CPU time; 2-thread ones real time.
+// (512 channels, 28x28 and 14x14); small maps (7x7 at 128/256 channels, 5x5 and 3x3 at 512)
+// that bound the F(2x2) rule; Inception-v3's 1x7, 7x1 and 5x5 convs; and the Sweep of 3x3 convs
+// (32-128 channels, 7x7 to 112x112) that fits the rule between Winograd and the phase planes.
+// MobileNetV2 has no case: its 3x3 convs are depthwise or stride 2.
+// The algorithm is forced with PEREGRINE_CONV_ALGO at prepare time (a forced Winograd on a non-3x3
+// shape runs im2col). Single-thread rates use CPU time; 2-thread ones real time.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -35,6 +37,7 @@ struct ConvShape {
   const char *model;
   const char *layer;
   int64_t in_c, out_c, h, w;
+  int64_t kh = 3, kw = 3;  // pads kh / 2, kw / 2
 };
 
 const ConvShape kShapes[] = {
@@ -60,6 +63,27 @@ const ConvShape kShapes[] = {
     {"Small", "7x7", 64, 64, 7, 7},
     {"Small", "5x5", 512, 512, 5, 5},
     {"Small", "3x3", 512, 512, 3, 3},
+    // Inception-v3's factorized 7x7 (17x17 maps) and its 5x5 branch (35x35).
+    {"InceptionV3", "1x7", 128, 128, 17, 17, 1, 7},
+    {"InceptionV3", "7x1", 128, 192, 17, 17, 7, 1},
+    {"InceptionV3", "5x5", 48, 64, 35, 35, 5, 5},
+    // The sweep that fits the Winograd / phase-plane rule (conv.cc).
+    {"Sweep", "3x3", 32, 32, 14, 14},
+    {"Sweep", "3x3", 32, 32, 56, 56},
+    {"Sweep", "3x3", 32, 32, 112, 112},
+    {"Sweep", "3x3", 32, 64, 28, 28},
+    {"Sweep", "3x3", 32, 64, 56, 56},
+    {"Sweep", "3x3", 48, 64, 14, 14},
+    {"Sweep", "3x3", 48, 64, 28, 28},
+    {"Sweep", "3x3", 64, 64, 7, 7},
+    {"Sweep", "3x3", 64, 64, 14, 14},
+    {"Sweep", "3x3", 64, 64, 28, 28},
+    {"Sweep", "3x3", 96, 96, 7, 7},
+    {"Sweep", "3x3", 96, 96, 14, 14},
+    {"Sweep", "3x3", 128, 32, 28, 28},
+    {"Sweep", "3x3", 128, 32, 56, 56},
+    {"Sweep", "3x3", 128, 128, 7, 7},
+    {"Sweep", "3x3", 128, 128, 14, 14},
 };
 
 Tensor random_tensor(const Shape &shape, uint32_t seed) {
@@ -70,7 +94,7 @@ Tensor random_tensor(const Shape &shape, uint32_t seed) {
   return t;
 }
 
-// Conv(X, W, B) with pads 1, W and B initializers.
+// Conv(X, W, B) with pads kh / 2, kw / 2, W and B initializers.
 ir::Graph conv_graph(const ConvShape &s) {
   ir::Graph graph;
   graph.opsets[""] = 17;
@@ -83,7 +107,7 @@ ir::Graph conv_graph(const ConvShape &s) {
   graph.value("X").type = ir::ValueType::tensor(DType::kFloat32, {1, s.in_c, s.h, s.w});
   graph.inputs.push_back("X");
   ir::Value &w = graph.value("W");
-  w.initializer = random_tensor({s.out_c, s.in_c, 3, 3}, 2);
+  w.initializer = random_tensor({s.out_c, s.in_c, s.kh, s.kw}, 2);
   w.type = ir::ValueType::tensor(DType::kFloat32, w.initializer->shape());
   ir::Value &b = graph.value("B");
   b.initializer = random_tensor({s.out_c}, 3);
@@ -91,7 +115,7 @@ ir::Graph conv_graph(const ConvShape &s) {
   ir::Attribute pads;
   pads.name = "pads";
   pads.type = ir::Attribute::Type::kInts;
-  pads.ints = {1, 1, 1, 1};
+  pads.ints = {s.kh / 2, s.kw / 2, s.kh / 2, s.kw / 2};
   node->attributes["pads"] = pads;
   graph.value("Y");
   graph.outputs = {"Y"};
@@ -122,7 +146,7 @@ void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, int threads
   }
   if (!timings.empty()) state.SetLabel(timings[0].kernel);
   state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * static_cast<double>(s.out_c * s.in_c * 9 * s.h * s.w) * 1e-9,
+      benchmark::Counter(2.0 * static_cast<double>(s.out_c * s.in_c * s.kh * s.kw * s.h * s.w) * 1e-9,
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -130,7 +154,7 @@ void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, int threads
 
 int main(int argc, char **argv) {
   for (const ConvShape &s : kShapes)
-    for (const char *algo : {"im2col", "winograd", "winograd_f2x3"})
+    for (const char *algo : {"auto", "im2col", "winograd", "winograd_f2x3", "planes"})
       for (int threads : {1, 2}) {
         const std::string name = std::string(s.model) + "/" + s.layer + "_" +
                                  std::to_string(s.in_c) + "to" + std::to_string(s.out_c) + "_" +

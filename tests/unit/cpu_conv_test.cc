@@ -298,6 +298,69 @@ TEST(CpuConv, IndirectStrideTwoMatchesReference) {
   if (has_indirect) EXPECT_GT(indirect_runs, 0);
 }
 
+// Convs forced onto the phase-plane GEMM (kernels/conv_phase_planes.h, where the selected GEMM
+// kernel has an indirect variant): C written straight into Y (no column padding or stride) and
+// through scratch and compaction; 1-3 strides per axis (1-9 phase planes), dilations, asymmetric
+// pads, groups (wider than the direct grouped kernel takes), batches, odd channel counts, K over several K blocks, outputs from 1x1 up;
+// bias, residual (applied after compaction) and activations fused in the tile or not.
+TEST(CpuConv, PhasePlanesMatchesReference) {
+  ScopedConvAlgo algo("planes");
+  const bool has_indirect = cpu::f32_gemm_kernel().indirect_ukernel != nullptr;
+  int planes_runs = 0;
+  struct Case {
+    int64_t n, c, h, w, out_c, kh, kw, group;
+    std::vector<int64_t> strides, pads, dilations;
+    std::string act;
+    std::vector<float> params;
+    bool z;
+  };
+  for (const Case& cc : {
+           Case{1, 5, 13, 11, 17, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu", {}, false},
+           Case{2, 7, 9, 10, 15, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "", {}, true},
+           Case{1, 12, 17, 17, 19, 7, 1, 1, {1, 1}, {3, 0, 3, 0}, {1, 1}, "Clip", {0.0f, 6.0f}, true},
+           Case{1, 12, 17, 17, 9, 1, 7, 1, {1, 1}, {0, 3, 0, 3}, {1, 1}, "SiLU", {}, true},
+           Case{1, 40, 12, 12, 30, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Gelu", {}, false},
+           Case{1, 6, 15, 14, 11, 5, 5, 1, {1, 1}, {2, 1, 0, 2}, {1, 1}, "", {}, true},
+           Case{1, 4, 16, 13, 5, 3, 3, 1, {1, 2}, {2, 1, 0, 2}, {2, 3}, "Relu", {}, false},
+           Case{2, 3, 19, 23, 8, 3, 3, 1, {2, 2}, {1, 1, 1, 1}, {1, 1}, "", {}, true},
+           Case{1, 5, 20, 17, 6, 4, 5, 1, {3, 2}, {1, 2, 2, 0}, {1, 2}, "", {}, false},
+           Case{1, 8, 9, 9, 68, 3, 3, 2, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu", {}, true},
+           Case{1, 3, 3, 3, 4, 3, 3, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, "", {}, false},
+           Case{1, 2, 2, 3, 3, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Tanh", {}, true},
+       }) {
+    const int64_t oh =
+        (cc.h + cc.pads[0] + cc.pads[2] - (cc.kh - 1) * cc.dilations[0] - 1) / cc.strides[0] + 1;
+    const int64_t ow =
+        (cc.w + cc.pads[1] + cc.pads[3] - (cc.kw - 1) * cc.dilations[1] - 1) / cc.strides[1] + 1;
+    SCOPED_TRACE("phase-plane conv c=" + std::to_string(cc.c) + " oc=" + std::to_string(cc.out_c) +
+                 " k=" + std::to_string(cc.kh) + "x" + std::to_string(cc.kw) + " out=" +
+                 std::to_string(oh) + "x" + std::to_string(ow) + " act=" + cc.act);
+    std::vector<std::pair<std::string, Tensor>> inputs = {
+        {"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
+        {"W", random_tensor({cc.out_c, cc.c / cc.group, cc.kh, cc.kw}, 2)},
+        {"B", random_tensor({cc.out_c}, 3)}};
+    std::vector<bool> constant = {false, true, true};
+    if (cc.z) {
+      inputs.push_back({"Z", random_tensor({cc.n, cc.out_c, oh, ow}, 4)});
+      constant.push_back(false);
+    }
+    std::vector<ir::Attribute> attrs = {
+        ints_attr("strides", cc.strides), ints_attr("pads", cc.pads),
+        ints_attr("dilations", cc.dilations), int_attr("group", cc.group)};
+    activation_attrs(cc.act, cc.params, attrs);
+    OneNodeGraph g("FusedConv", inputs, constant, attrs, "peregrine");
+    Tensor want = g.run(reference_backend(), 1, nullptr);
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("threads=" + std::to_string(threads));
+      std::string kernel;
+      Tensor got = g.run(cpu_backend(), threads, &kernel);
+      if (kernel.find("phase_planes") != std::string::npos) ++planes_runs;
+      expect_close(got, want, 1e-4f);
+    }
+  }
+  if (has_indirect) EXPECT_EQ(planes_runs, 36);
+}
+
 TEST(CpuFusedGemmAndMatMul, MatchesReference) {
   for (const FusedAct& act : kActs)
     for (bool z : {false, true}) {

@@ -352,7 +352,7 @@ TEST(WinogradF4x3Conv, BackendMatchesReferenceWithEachAlgo) {
 // The auto rule (PEREGRINE_CONV_ALGO unset) on ResNet-50's stride-1 3x3 layers, by the kernel
 // that ran: layer4 (7x7x512) takes F(2x2), so that path is not silently unused; layer3
 // (14x14x256) keeps F(4x4); a VGG-style 14x14x512 layer, whose F(4x4) weights would outgrow
-// the cache, takes F(2x2); layer4 with 8 channels stays on im2col.
+// the cache, takes F(2x2); narrow layers (64 channels on 7x7, 32 on 28x28, 8) take no Winograd.
 // Winograd's GEMM columns are tiles of a block: 16 on a 7x7 map with F(2x2) and on a 14x14 map
 // with F(4x4). A kernel that computes edge columns only in whole 32-column tiles would double
 // that (the pitch rounding to 8-tile groups too), so the choice takes one whose column step is
@@ -379,10 +379,17 @@ TEST(WinogradF2x3Conv, AutoRuleRoutesSmallMapsToF2x3) {
     int64_t c, hw;
     const char *want;
   };
-  const RuleCase cases[] = {{512, 7, "cpu/conv-winograd_f2x3"},
-                            {256, 14, "cpu/conv-winograd_f4x3"},
-                            {512, 14, "cpu/conv-winograd_f2x3"},
-                            {8, 7, "cpu/conv-f32_gemm"}};
+  // Narrow layers, where Winograd's transforms cost more than they save, take the phase-plane
+  // GEMM where the GEMM kernel has an indirect variant (AVX-512); without it, Winograd by the
+  // channel rules alone, and im2col below 32 channels.
+  const bool planes = f32_gemm_kernel().indirect_ukernel != nullptr;
+  const RuleCase cases[] = {
+      {512, 7, "cpu/conv-winograd_f2x3"},
+      {256, 14, "cpu/conv-winograd_f4x3"},
+      {512, 14, "cpu/conv-winograd_f2x3"},
+      {64, 7, planes ? "cpu/conv-phase_planes" : "cpu/conv-winograd_f2x3"},
+      {32, 28, planes ? "cpu/conv-phase_planes" : "cpu/conv-winograd_f4x3"},
+      {8, 7, planes ? "cpu/conv-phase_planes" : "cpu/conv-f32_gemm"}};
   for (const RuleCase &rc : cases) {
     SCOPED_TRACE("c=" + std::to_string(rc.c) + " hw=" + std::to_string(rc.hw));
     OneNodeGraph g("Conv",

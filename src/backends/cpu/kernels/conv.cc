@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -38,6 +39,7 @@
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_depthwise_chw.h"
 #include "backends/cpu/kernels/conv_grouped.h"
+#include "backends/cpu/kernels/conv_phase_planes.h"
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/kernels/conv_winograd_f2x3.h"
 #include "backends/cpu/kernels/conv_winograd_f4x3.h"
@@ -296,6 +298,19 @@ double tapwise_useful_fraction(const Conv2dShape& s) {
 // kernel column. Rule measured on DeepLabV3's ASPP convs (bench/real_models).
 constexpr double kTapwiseMaxUsefulFraction = 0.75;
 
+// Winograd saves multiply-adds in proportion to in_c * out_c per tile and pays its transforms
+// in proportion to in_c + out_c per tile, so against the phase-plane GEMM (no transforms, no
+// im2col) it wins only where h = in_c out_c / (in_c + out_c) is large for the map: F(4x4) where
+// h * sqrt(tiles per image) >= 185, F(2x2) where h >= 40. Rule fitted on the 3x3 sweep of
+// bench/kernels/conv_bench.cc (Sweep/*: 32-512 channels, 7x7 to 112x112 maps).
+bool phase_planes_beat_winograd(const WinogradConvShape& s, int64_t tile) {
+  const double h = static_cast<double>(s.in_c) * static_cast<double>(s.out_c) /
+                   static_cast<double>(s.in_c + s.out_c);
+  if (tile == WinogradF2x3Conv::kTile) return h < 40.0;
+  const int64_t tiles = ((s.out_h + tile - 1) / tile) * ((s.out_w + tile - 1) / tile);
+  return h * std::sqrt(static_cast<double>(tiles)) < 185.0;
+}
+
 class ConvKernel : public PreparedKernel {
  public:
   // unit_steps: strides and dilations are all 1 (a Winograd candidate).
@@ -350,6 +365,7 @@ class ConvKernel : public PreparedKernel {
       return std::string(last_run_tapwise_ ? "cpu/conv-tapwise-" : "cpu/conv-") +
              packed_w_bf16_[0].kernel()->name;
     if (last_run_grouped_) return "cpu/conv-f32_conv2d_grouped__avx512";  // the only ISA with one
+    if (last_run_planes_) return std::string("cpu/conv-phase_planes-") + gemm_.name;
     if (last_run_indirect_) return std::string("cpu/conv-indirect-") + gemm_.name;
     if (last_run_tapwise_) return std::string("cpu/conv-tapwise-") + gemm_.name;
     return std::string("cpu/conv-") + gemm_.name;
@@ -444,17 +460,30 @@ class ConvKernel : public PreparedKernel {
                              winograd_weights_.dim(1) == s.in_c &&
                              std::max({s.pad_t, s.pad_l, g.pads_end[0], g.pads_end[1]}) <= 2;
     const bool is_auto = algo_ == ConvAlgoChoice::kAuto;
+    const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
+    const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
+    const int64_t in_plane = s.in_h * s.in_w;
+    const bool pointwise = is_pointwise(s, g);
+    const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
+                            packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
+    const PhasePlanesConvShape planes{in_c_g,     s.in_h,     s.in_w,  out_c_g, s.out_h,
+                                      s.out_w,    s.kh,       s.kw,    s.stride_h, s.stride_w,
+                                      s.dil_h,    s.dil_w,    s.pad_t, s.pad_l};
+    const bool planes_ok = gemm_.indirect_ukernel != nullptr && use_packed && !pointwise && k > 0;
     // At bf16 the rule never picks F(4x4): U and V rounded to bf16 after its transforms
     // (coefficients up to 5) leave a layer about 10x the error of the direct bf16 conv, where
     // F(2x2)'s is 2x (CpuBf16Conv.WinogradWithinBf16Error); F(2x2) takes the layers F(4x4)
     // would.
     last_run_winograd_ =
-        winograd_ok && (algo_ == ConvAlgoChoice::kWinograd ||
-                        (is_auto && !bf16_ && use_winograd_f4x3(ws)));
+        winograd_ok &&
+        (algo_ == ConvAlgoChoice::kWinograd ||
+         (is_auto && !bf16_ && use_winograd_f4x3(ws) &&
+          !(planes_ok && phase_planes_beat_winograd(ws, WinogradF4x3Conv::kTile))));
     last_run_winograd_f2x3_ =
         winograd_ok && !last_run_winograd_ &&
         (algo_ == ConvAlgoChoice::kWinogradF2x3 ||
-         (is_auto && (use_winograd_f2x3(ws) || (bf16_ && use_winograd_f4x3(ws)))));
+         (is_auto && (use_winograd_f2x3(ws) || (bf16_ && use_winograd_f4x3(ws))) &&
+          !(planes_ok && !bf16_ && phase_planes_beat_winograd(ws, WinogradF2x3Conv::kTile))));
     if (last_run_winograd_f2x3_) {
       if (!winograd_f2x3_)
         winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(
@@ -483,24 +512,25 @@ class ConvKernel : public PreparedKernel {
       }
       return run_bf16(ctx, px, pb, pz, py, s, g);
     }
-    const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
-    const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
-    const int64_t in_plane = s.in_h * s.in_w;
-    const bool pointwise = is_pointwise(s, g);
-    const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
-                            packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
     last_run_tapwise_ = use_packed && tapwise_applies(s);
     if (last_run_tapwise_) {
       last_run_indirect_ = false;
+      last_run_planes_ = false;
       run_tapwise(nullptr, px, pb, pz, py, s, threads);
       return Status::ok();
     }
+    // The indirect GEMM writes Y by output rows; the phase planes write a padded grid and
+    // compact it, which costs more than it saves where K is small (stems).
     last_run_indirect_ =
         gemm_.indirect_ukernel != nullptr && use_packed && s.stride_w == 2 && k > 0 &&
         (algo_ == ConvAlgoChoice::kIndirect ||
          (algo_ == ConvAlgoChoice::kAuto && s.out_w >= kIndirectConvMinWidth &&
           (in_c_g <= kIndirectConvMaxChannels || s.kh * s.kw >= kIndirectConvMinTaps)));
+    last_run_planes_ =
+        !last_run_indirect_ && planes_ok &&
+        (algo_ == ConvAlgoChoice::kPhasePlanes ||
+         (algo_ == ConvAlgoChoice::kAuto && use_conv2d_phase_planes(planes)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -512,6 +542,13 @@ class ConvKernel : public PreparedKernel {
         if (pointwise) {
           f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(x_group, in_plane, 1), y_group,
                    pixels, 1.0f, 0.0f, ep, threads);
+          continue;
+        }
+        if (last_run_planes_) {
+          float* scratch =
+              conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
+          conv2d_phase_planes(gemm_, packed_w_[static_cast<size_t>(grp)], x_group, planes, y_group,
+                              ep, scratch, threads);
           continue;
         }
         if (last_run_indirect_) {
@@ -718,6 +755,7 @@ class ConvKernel : public PreparedKernel {
   std::atomic<bool> last_run_winograd_f2x3_{false};
   std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
   std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
+  std::atomic<bool> last_run_planes_{false};              // conv2d_phase_planes
   std::atomic<bool> last_run_tapwise_{false};             // run_tapwise (taps in padding)
   std::atomic<bool> last_run_grouped_{false};             // the direct grouped kernel
   F32Conv2dGroupedFn grouped_ = nullptr;  // narrow groups, where the ISA has the kernel

@@ -30,8 +30,9 @@ Expected<ConvAlgoChoice> conv_algo_from_env() {
   if (std::string(env) == "winograd") return ConvAlgoChoice::kWinograd;
   if (std::string(env) == "winograd_f2x3") return ConvAlgoChoice::kWinogradF2x3;
   if (std::string(env) == "indirect") return ConvAlgoChoice::kIndirect;
+  if (std::string(env) == "planes") return ConvAlgoChoice::kPhasePlanes;
   return invalid_input(std::string("PEREGRINE_CONV_ALGO='") + env +
-                       "': expected im2col, winograd, winograd_f2x3, indirect or auto");
+                       "': expected im2col, winograd, winograd_f2x3, indirect, planes or auto");
 }
 
 // Measured with bench/kernels/conv_bench.cc (AMD EPYC Zen 3, AVX2, 1 and 2

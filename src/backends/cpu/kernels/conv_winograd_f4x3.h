@@ -32,7 +32,7 @@ namespace peregrine::cpu {
 // use_winograd_f2x3()'s. For a column-stride-2 Conv, "indirect" forces the indirect GEMM
 // (kernels/conv.cc, where the GEMM kernel has one) and "im2col" the packed one; auto takes the
 // indirect one where kernels/conv.cc's rule (kIndirectConvMinWidth) says so.
-enum class ConvAlgoChoice { kAuto, kIm2col, kWinograd, kWinogradF2x3, kIndirect };
+enum class ConvAlgoChoice { kAuto, kIm2col, kWinograd, kWinogradF2x3, kIndirect, kPhasePlanes };
 // Reads PEREGRINE_CONV_ALGO now (not cached, so tests can switch it); an
 // unknown value is an error.
 Expected<ConvAlgoChoice> conv_algo_from_env();

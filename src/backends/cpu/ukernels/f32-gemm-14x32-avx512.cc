@@ -48,7 +48,7 @@ struct StridedRows {
 struct IndirectRows {
   const float* const* rows;
   size_t offset;
-  static constexpr bool kPrefetch = false;
+  static constexpr bool kPrefetch = true;
   const float* row(size_t p) const { return rows[p] + offset; }
   IndirectRows shifted(size_t columns) const { return {rows, offset + columns}; }
 };
