@@ -130,24 +130,37 @@ void conv2d_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, co
   const bool fusable = !gemm_ep.empty() && fused_epilogue_clamp(gemm_ep, &clamp_lo, &clamp_hi);
 
   // Tasks: runs of whole column tiles, at most kMaxChunkTiles (the chunk's C stays in L2 across
-  // the K blocks), as many as a multiple of the thread count.
+  // the K blocks), as many as a multiple of the thread count. Where that would leave one thread
+  // an eighth more work than the average (small maps: a few column tiles), every column tile is
+  // a chunk and C's rows are split among the threads as well.
   constexpr int64_t kMaxChunkTiles = 8;
   const int mr = kernel.mr, nr = kernel.nr;
-  const int64_t tiles_n = ceil_div(n, nr);
+  const int64_t tiles_n = ceil_div(n, nr), tiles_m = ceil_div(m, mr);
   const int64_t threads = std::max(1, num_threads);
-  const int64_t tasks =
+  int64_t chunks =
       std::min(tiles_n, round_up(std::max(threads, ceil_div(tiles_n, kMaxChunkTiles)), threads));
-  const int64_t chunk = ceil_div(tiles_n, tasks) * nr;
+  int64_t chunk_tiles = ceil_div(tiles_n, chunks);
+  chunks = ceil_div(tiles_n, chunk_tiles);
+  int64_t m_parts = 1;
+  // The busiest thread's column tiles against the average, in eighths.
+  if (threads > 1 && 8 * ceil_div(chunks, threads) * chunk_tiles * threads > 9 * tiles_n) {
+    chunk_tiles = 1;
+    chunks = tiles_n;
+    m_parts = std::min(tiles_m, threads);
+  }
+  const int64_t part_rows = ceil_div(tiles_m, m_parts) * mr;
+  const int64_t tasks = chunks * m_parts;
   auto task = [&](int64_t t, int) {
-    const int64_t c0 = t * chunk, c1 = std::min(n, c0 + chunk);
+    const int64_t c0 = (t / m_parts) * chunk_tiles * nr, c1 = std::min(n, c0 + chunk_tiles * nr);
+    const int64_t r0 = (t % m_parts) * part_rows, r1 = std::min(m, r0 + part_rows);
     for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
       const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
       const bool last = p0 + kc == k;
       // A column tile's B rows stay in L1 across the row tiles; the A block in L2.
       for (int64_t j = c0; j < c1; j += nr) {
         const int64_t ncols = std::min<int64_t>(nr, c1 - j);
-        for (int64_t i0 = 0; i0 < m; i0 += mr) {
-          const int64_t nrows = std::min<int64_t>(mr, m - i0);
+        for (int64_t i0 = r0; i0 < r1; i0 += mr) {
+          const int64_t nrows = std::min<int64_t>(mr, r1 - i0);
           float* ct = c + i0 * ldc + j;
           F32GemmTileEpilogue te;
           if (last && fusable) te = fused_tile_epilogue(gemm_ep, clamp_lo, clamp_hi, i0, j);
