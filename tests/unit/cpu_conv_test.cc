@@ -301,7 +301,8 @@ TEST(CpuConv, IndirectStrideTwoMatchesReference) {
 // Convs forced onto the phase-plane GEMM (kernels/conv_phase_planes.h, where the selected GEMM
 // kernel has an indirect variant): C written straight into Y (no column padding or stride) and
 // through scratch and compaction; 1-3 strides per axis (1-9 phase planes), dilations, asymmetric
-// pads, groups (wider than the direct grouped kernel takes), batches, odd channel counts, K over several K blocks, outputs from 1x1 up;
+// pads, groups (wider than the direct grouped kernel takes), batches, odd channel counts, K
+// over several K blocks, outputs from 1x1 up, a small map whose C rows are split among threads;
 // bias, residual (applied after compaction) and activations fused in the tile or not.
 TEST(CpuConv, PhasePlanesMatchesReference) {
   ScopedConvAlgo algo("planes");
