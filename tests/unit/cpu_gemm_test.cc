@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/cpu_features.h"
@@ -415,6 +417,36 @@ TEST(ThreadPool, RunsEveryTaskOnceWithDistinctThreadIds) {
       EXPECT_LT(max_thread.load(), threads);
     }
   }
+}
+
+// A worker that keeps a task far longer than the caller's own tasks take (as one descheduled by
+// the OS would) makes the workers not pay: the pool must then run calls on the caller alone for
+// a while, and still run every task exactly once.
+TEST(ThreadPool, RunsOnTheCallerAloneWhileWorkersDoNotPay) {
+  ThreadPool pool;
+  constexpr int64_t kTasks = 8;
+  int solo_calls = 0;
+  for (int call = 0; call < 40; ++call) {
+    std::vector<std::atomic<int>> hits(kTasks);
+    std::atomic<bool> on_worker{false};
+    auto fn = [&](int64_t t, int thread) {
+      hits[static_cast<size_t>(t)].fetch_add(1);
+      if (thread != 0) {
+        on_worker = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(4));
+      } else {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+    };
+    pool.parallel_for(kTasks, 2, fn);
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    if (!on_worker) ++solo_calls;
+  }
+  // Without the back-off no call is solo: the worker wakes well within the caller's first
+  // tasks, so it always takes one of its own.
+  EXPECT_GE(solo_calls, 30);
 }
 
 }  // namespace

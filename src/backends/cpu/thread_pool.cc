@@ -1,6 +1,7 @@
 #include "backends/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -16,6 +17,20 @@ namespace {
 // Spin iterations (each a pause, ~tens of ns) before a thread sleeps: long enough to catch
 // the next kernel of a running model, short enough that an idle session sleeps quickly.
 constexpr int kSpinIterations = 20000;
+
+// Whether the workers pay is judged over windows of at least kJudgeWindowNs of threaded calls:
+// they pay when the caller alone would have taken kMinSpeedup times as long.
+constexpr int64_t kJudgeWindowNs = 3'000'000;
+constexpr double kMinSpeedup = 1.1;
+// The first back-off interval and its cap.
+constexpr int64_t kFirstSoloIntervalNs = 20'000'000;
+constexpr int64_t kMaxSoloIntervalNs = 1'000'000'000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 thread_local bool in_pool_task = false;
 
@@ -38,7 +53,8 @@ void ThreadPool::ensure_workers(int count) {
   }
 }
 
-void ThreadPool::claim_tasks(int thread) {
+int64_t ThreadPool::claim_tasks(int thread) {
+  int64_t ran = 0;
   const bool was_in_task = in_pool_task;
   in_pool_task = true;
   for (int r = 0; r < threads_; ++r) {  // its own range first, then the others'
@@ -47,9 +63,11 @@ void ThreadPool::claim_tasks(int thread) {
       const int64_t task = range.next.fetch_add(1, std::memory_order_relaxed);
       if (task >= range.end) break;
       (*fn_)(task, thread);
+      ++ran;
     }
   }
   in_pool_task = was_in_task;
+  return ran;
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -87,6 +105,10 @@ void ThreadPool::run(int64_t num_tasks, int num_threads, TaskFn fn) {
     for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
     return;
   }
+  if (now_ns() < solo_until_ns_.load(std::memory_order_relaxed)) {  // backing off: see header
+    for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
+    return;
+  }
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   ensure_workers(threads - 1);
   if (ranges_.size() < static_cast<size_t>(threads))
@@ -105,7 +127,9 @@ void ThreadPool::run(int64_t num_tasks, int num_threads, TaskFn fn) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  claim_tasks(0);
+  const int64_t start = now_ns();
+  const int64_t caller_tasks = claim_tasks(0);
+  const int64_t worked = now_ns();
   // Wait for the workers: a short spin (they are usually finishing their last task), then sleep.
   for (int i = 0; i < kSpinIterations && pending_workers_.load(std::memory_order_acquire) != 0; ++i)
     PEREGRINE_CPU_RELAX();
@@ -113,6 +137,27 @@ void ThreadPool::run(int64_t num_tasks, int num_threads, TaskFn fn) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_cv_.wait(lock, [&] { return pending_workers_.load(std::memory_order_acquire) == 0; });
   }
+  const int64_t done = now_ns();
+  // What the caller alone would have taken: its time per task times every task.
+  const int64_t solo_estimate_ns =
+      caller_tasks > 0 ? (worked - start) * num_tasks / caller_tasks : (done - start) * threads;
+  judge_call(done - start, solo_estimate_ns, done);
+}
+
+void ThreadPool::judge_call(int64_t call_ns, int64_t solo_estimate_ns, int64_t now) {
+  window_call_ns_ += call_ns;
+  window_solo_estimate_ns_ += solo_estimate_ns;
+  if (window_call_ns_ < kJudgeWindowNs) return;
+  const bool workers_pay = static_cast<double>(window_solo_estimate_ns_) >=
+                           kMinSpeedup * static_cast<double>(window_call_ns_);
+  window_call_ns_ = window_solo_estimate_ns_ = 0;
+  if (workers_pay) {
+    solo_interval_ns_ = 0;
+    return;
+  }
+  // A window that does not pay right after a back-off doubles the next interval.
+  solo_interval_ns_ = std::clamp(2 * solo_interval_ns_, kFirstSoloIntervalNs, kMaxSoloIntervalNs);
+  solo_until_ns_.store(now + solo_interval_ns_, std::memory_order_relaxed);
 }
 
 ThreadPool& cpu_thread_pool() {

@@ -11,6 +11,14 @@
 // Idle workers spin for a bounded number of iterations, then sleep on a condition variable,
 // so an idle session does not burn a core. Calls from several threads are serialized; a
 // parallel_for issued from inside a task runs inline on the calling thread.
+// Contention: a worker the OS deschedules (another process holds its core) keeps the task it
+// claimed until it runs again, and the caller, done with everything else, waits for it, often
+// for a whole scheduler slice. So the pool judges its workers by their gain: it times each
+// threaded call against what the caller alone would have taken (its time per task times the
+// task count); when a window of calls gained less than kMinSpeedup, calls run on the caller
+// alone for a back-off interval (doubling while the workers keep not paying, up to
+// kMaxSoloInterval), then with workers again. Adding a thread then costs little on a busy
+// machine.
 #pragma once
 
 #include <atomic>
@@ -57,7 +65,10 @@ class ThreadPool {
   void run(int64_t num_tasks, int num_threads, TaskFn fn);
   void worker_loop(int index);
   void ensure_workers(int count);
-  void claim_tasks(int thread);
+  int64_t claim_tasks(int thread);  // returns how many tasks this thread ran
+  // After a threaded call that took `call_ns`, where the caller alone would have taken about
+  // `solo_estimate_ns`: starts a back-off when the workers stopped paying.
+  void judge_call(int64_t call_ns, int64_t solo_estimate_ns, int64_t now_ns);
 
   std::mutex run_mutex_;  // one parallel_for at a time
   std::vector<std::thread> workers_;
@@ -78,6 +89,11 @@ class ThreadPool {
   int participants_ = 0;  // workers taking part (num_threads - 1)
   const TaskFn* fn_ = nullptr;
   bool stop_ = false;
+  // Contention back-off (guarded by run_mutex_; solo_until_ns_ also read without it).
+  int64_t window_call_ns_ = 0;           // threaded calls since the last judgement
+  int64_t window_solo_estimate_ns_ = 0;  // ... and what the caller alone would have taken
+  int64_t solo_interval_ns_ = 0;         // the last back-off interval; 0: the workers paid
+  std::atomic<int64_t> solo_until_ns_{0};  // calls before this time run on the caller alone
 };
 
 // The process-wide pool the CPU backend runs on.
