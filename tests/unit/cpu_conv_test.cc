@@ -28,6 +28,7 @@ using cpu::testing::ints_attr;
 using cpu::testing::OneNodeGraph;
 using cpu::testing::random_floats;
 using cpu::testing::random_tensor;
+using cpu::testing::ScopedConvAlgo;
 
 // Runs `g` on the CPU backend at 1..3 threads and on the reference backend; compares. The
 // kernel's name must start with `prefix`.
@@ -223,25 +224,6 @@ TEST(CpuFusedConv, MatchesReference) {
       }
   }
 }
-
-// PEREGRINE_CONV_ALGO set for one scope (read when a kernel is prepared).
-class ScopedConvAlgo {
- public:
-  explicit ScopedConvAlgo(const char* value) {
-    if (const char* old = std::getenv("PEREGRINE_CONV_ALGO")) old_ = old, had_ = true;
-    setenv("PEREGRINE_CONV_ALGO", value, 1);
-  }
-  ~ScopedConvAlgo() {
-    if (had_)
-      setenv("PEREGRINE_CONV_ALGO", old_.c_str(), 1);
-    else
-      unsetenv("PEREGRINE_CONV_ALGO");
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
 
 // Column-stride-2 convs forced onto the indirect GEMM (where the selected GEMM kernel has one:
 // AVX-512): odd channel counts (partial row tiles), K over several K blocks, output rows of

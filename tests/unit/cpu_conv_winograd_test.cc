@@ -239,50 +239,32 @@ TEST(WinogradF2x3Driver, MatchesDirectConvAtEveryIsa) {
   }
 }
 
-// Scoped PEREGRINE_CONV_ALGO.
-class ConvAlgoEnv {
- public:
-  explicit ConvAlgoEnv(const char *value) {
-    if (const char *old = std::getenv("PEREGRINE_CONV_ALGO")) old_ = old, had_ = true;
-    setenv("PEREGRINE_CONV_ALGO", value, 1);
-  }
-  ~ConvAlgoEnv() {
-    if (had_) {
-      setenv("PEREGRINE_CONV_ALGO", old_.c_str(), 1);
-    } else {
-      unsetenv("PEREGRINE_CONV_ALGO");
-    }
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
+using testing::ScopedConvAlgo;
 
 TEST(WinogradF4x3Conv, ConvAlgoFromEnv) {
   {
-    ConvAlgoEnv env("im2col");
+    ScopedConvAlgo env("im2col");
     ASSERT_TRUE(conv_algo_from_env().is_ok());
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kIm2col);
   }
   {
-    ConvAlgoEnv env("winograd");
+    ScopedConvAlgo env("winograd");
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kWinograd);
   }
   {
-    ConvAlgoEnv env("winograd_f2x3");
+    ScopedConvAlgo env("winograd_f2x3");
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kWinogradF2x3);
   }
   {
-    ConvAlgoEnv env("indirect");
+    ScopedConvAlgo env("indirect");
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kIndirect);
   }
   {
-    ConvAlgoEnv env("auto");
+    ScopedConvAlgo env("auto");
     EXPECT_EQ(conv_algo_from_env().value(), ConvAlgoChoice::kAuto);
   }
   {
-    ConvAlgoEnv env("fft");
+    ScopedConvAlgo env("fft");
     EXPECT_FALSE(conv_algo_from_env().is_ok());
   }
 }
@@ -310,7 +292,7 @@ TEST(WinogradF4x3Conv, BackendMatchesReferenceWithEachAlgo) {
       {2, 64, 7, 7, 64, {1, 1, 1, 1}, "LeakyRelu", {0.1f}, false},
   };
   for (const char *algo : {"winograd", "winograd_f2x3", "im2col"}) {
-    ConvAlgoEnv env(algo);
+    ScopedConvAlgo env(algo);
     for (const GraphCase &gc : cases) {
       SCOPED_TRACE(std::string(algo) + " c=" + std::to_string(gc.c) +
                    " oc=" + std::to_string(gc.out_c) + " act=" + gc.act);
@@ -374,7 +356,7 @@ TEST(WinogradF2x3Conv, AutoRuleRoutesSmallMapsToF2x3) {
   using testing::ints_attr;
   using testing::OneNodeGraph;
   using testing::random_tensor;
-  ConvAlgoEnv env("auto");
+  ScopedConvAlgo env("auto");
   struct RuleCase {
     int64_t c, hw;
     const char *want;

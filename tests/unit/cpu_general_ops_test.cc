@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/cpu/ukernels/f32_reduce_ukernels.h"
 #include "cpu_one_node_graph.h"
@@ -26,6 +27,7 @@ using testing::compare_with_reference;
 using testing::float_attr;
 using testing::GuardedBuffer;
 using testing::int_attr;
+using testing::ScopedConvAlgo;
 using testing::ints_attr;
 using testing::OneNodeGraph;
 using testing::random_floats;
@@ -501,6 +503,59 @@ TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
                      c.fused ? "peregrine" : "");
       compare_with_reference(g, cpu_backend(), "cpu/conv_nd-", 1e-5f, 1e-5f);
     }
+}
+
+// 1-D and 3-D convs forced onto the phase-plane GEMM (kernels/conv_phase_planes.h, where the
+// selected GEMM kernel has an indirect variant): C straight into Y (one output row; rows as long
+// on the grid as in Y) and through scratch and compaction; strides up to 2 on every axis (up to
+// 8 phase planes), depth dilation, asymmetric pads, groups, batches, K over several K blocks, a
+// 1x1x1 output; bias, residual and activation.
+TEST(CpuConvNd, PhasePlanesMatchReference) {
+  ScopedConvAlgo algo("planes");
+  const bool has_indirect = f32_gemm_kernel().indirect_ukernel != nullptr;
+  struct C {
+    Shape x, w;
+    std::vector<int64_t> strides, dilations, pads;
+    int64_t group;
+    bool fused;
+  };
+  const C cases[] = {
+      {{1, 5, 6, 9, 11}, {7, 5, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, true},
+      {{2, 3, 9, 10, 12}, {6, 3, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, false},
+      {{1, 3, 4, 16, 15}, {8, 3, 3, 7, 7}, {1, 2, 2}, {1, 1, 1}, {1, 3, 3, 1, 3, 3}, 1, true},
+      {{1, 4, 7, 8, 9}, {5, 4, 2, 3, 2}, {1, 1, 2}, {2, 1, 2}, {1, 0, 2, 0, 2, 1}, 1, false},
+      {{1, 6, 5, 4, 7}, {9, 6, 3, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0, 1, 0, 0}, 1, true},
+      {{1, 8, 4, 6, 6}, {10, 4, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 2, true},
+      {{1, 2, 3, 3, 3}, {3, 2, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, 1, false},
+      {{2, 6, 37}, {8, 6, 3}, {1}, {1}, {1, 1}, 1, true},
+      {{1, 4, 50}, {6, 4, 5}, {2}, {3}, {4, 2}, 1, false},
+      {{1, 200, 20}, {12, 200, 3}, {1}, {1}, {1, 1}, 1, true},
+  };
+  for (const C& c : cases) {
+    SCOPED_TRACE("x " + shape_to_string(c.x) + " w " + shape_to_string(c.w));
+    const size_t spatial = c.x.size() - 2;
+    Shape y = {c.x[0], c.w[0]};
+    for (size_t i = 0; i < spatial; ++i)
+      y.push_back((c.x[i + 2] + c.pads[i] + c.pads[i + spatial] - c.dilations[i] * (c.w[i + 2] - 1) -
+                   1) / c.strides[i] + 1);
+    std::vector<std::pair<std::string, Tensor>> in = {{"X", random_tensor(c.x, 1)},
+                                                      {"W", random_tensor(c.w, 2)},
+                                                      {"B", random_tensor({c.w[0]}, 3)}};
+    std::vector<bool> constant = {false, true, true};
+    std::vector<ir::Attribute> attrs = {
+        ints_attr("strides", c.strides), ints_attr("dilations", c.dilations),
+        ints_attr("pads", c.pads), int_attr("group", c.group)};
+    if (c.fused) {
+      in.push_back({"Z", random_tensor(y, 4)});
+      constant.push_back(false);
+      attrs.push_back(string_attr("activation", "Relu"));
+    }
+    OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
+                   c.fused ? "peregrine" : "");
+    compare_with_reference(g, cpu_backend(),
+                           has_indirect ? "cpu/conv_nd-phase_planes-" : "cpu/conv_nd-", 1e-5f,
+                           1e-5f);
+  }
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace peregrine::cpu::testing {
@@ -45,5 +47,24 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   for (auto& x : v) x = dist(rng);
   return v;
 }
+
+// PEREGRINE_CONV_ALGO set for one scope (read when a kernel is prepared).
+class ScopedConvAlgo {
+ public:
+  explicit ScopedConvAlgo(const char* value) {
+    if (const char* old = std::getenv("PEREGRINE_CONV_ALGO")) old_ = old, had_ = true;
+    setenv("PEREGRINE_CONV_ALGO", value, 1);
+  }
+  ~ScopedConvAlgo() {
+    if (had_)
+      setenv("PEREGRINE_CONV_ALGO", old_.c_str(), 1);
+    else
+      unsetenv("PEREGRINE_CONV_ALGO");
+  }
+
+ private:
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace peregrine::cpu::testing

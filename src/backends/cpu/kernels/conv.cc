@@ -530,7 +530,7 @@ class ConvKernel : public PreparedKernel {
     last_run_planes_ =
         !last_run_indirect_ && planes_ok &&
         (algo_ == ConvAlgoChoice::kPhasePlanes ||
-         (algo_ == ConvAlgoChoice::kAuto && use_conv2d_phase_planes(planes)));
+         (algo_ == ConvAlgoChoice::kAuto && use_conv_phase_planes(planes)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -547,7 +547,7 @@ class ConvKernel : public PreparedKernel {
         if (last_run_planes_) {
           float* scratch =
               conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
-          conv2d_phase_planes(gemm_, packed_w_[static_cast<size_t>(grp)], x_group, planes, y_group,
+          conv_phase_planes(gemm_, packed_w_[static_cast<size_t>(grp)], x_group, planes, y_group,
                               ep, scratch, threads);
           continue;
         }
@@ -755,7 +755,7 @@ class ConvKernel : public PreparedKernel {
   std::atomic<bool> last_run_winograd_f2x3_{false};
   std::atomic<const char*> last_run_depthwise_{nullptr};  // the depthwise kernel, if it ran one
   std::atomic<bool> last_run_indirect_{false};            // f32_gemm_indirect (stride 2)
-  std::atomic<bool> last_run_planes_{false};              // conv2d_phase_planes
+  std::atomic<bool> last_run_planes_{false};              // conv_phase_planes
   std::atomic<bool> last_run_tapwise_{false};             // run_tapwise (taps in padding)
   std::atomic<bool> last_run_grouped_{false};             // the direct grouped kernel
   F32Conv2dGroupedFn grouped_ = nullptr;  // narrow groups, where the ISA has the kernel

@@ -5,9 +5,12 @@
 // ((depth, height) pairs of OW columns), materialized in a scratch buffer of about kIm2colBytes
 // (threads fill its rows); C = those output rows, contiguous per channel (row stride
 // OD * OH * OW). 1-D convs are one output row: B is (Cin_g * KW, OW). 2-D convs have their own
-// kernel (kernels/conv.cc). At bf16 precision (groups of at least the bf16 tile's 14 rows, as
+// kernel (kernels/conv.cc). Where the phase-plane rule below takes a conv (most 3-D and 1-D convs
+// with more than one tap), it runs on shifted views of the padded input instead of an im2col
+// copy (kernels/conv_phase_planes.h). At bf16 precision (groups of at least the bf16 tile's 14 rows, as
 // in kernels/conv.cc) the weights are packed in bf16 and each block is a bf16 GEMM.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,7 +18,9 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/kernels/conv_phase_planes.h"
 #include "backends/cpu/kernels/conv_scratch.h"
+#include "backends/cpu/kernels/conv_winograd_f4x3.h"
 #include "backends/cpu/thread_pool.h"
 #include "ops/conv_geometry.h"
 
@@ -26,6 +31,16 @@ namespace {
 // Scratch for one im2col block: large enough that the GEMM sees N in the thousands, small
 // enough to stay near L2 / L3 on the machines we target.
 constexpr int64_t kIm2colBytes = 4 << 20;
+// The rule for the phase-plane GEMM: enough useful columns (its rule for 2-D convs asks more,
+// where the im2col it competes with is packed once, not materialized and then packed: r3d_18's
+// 3x3x3 convs on 7x7 maps gain at 0.6, `peregrine profile` of bench/real_models' r3d_18), and K
+// long enough that the GEMM is not bound by C's stores, which the planes' column-major tile
+// order spreads over many pages (wav2vec2's first conv, K = 10, is faster on im2col). The
+// planes hold the whole padded input and C a whole output: beyond kMaxPhasePlanesBytes of
+// scratch the im2col blocks, bounded by kIm2colBytes, take the conv.
+constexpr double kMinPhasePlanesUsefulFraction = 0.5;
+constexpr int64_t kMinPhasePlanesK = 64;
+constexpr int64_t kMaxPhasePlanesBytes = int64_t{128} << 20;
 
 struct Geometry3 {
   int64_t in[3], out[3], k[3], stride[3], dil[3], pad[3];
@@ -35,8 +50,8 @@ class ConvNdKernel : public PreparedKernel {
  public:
   // bf16: the bf16 GEMM at bf16 precision, else nullptr.
   ConvNdKernel(const GemmKernelInfo& gemm, const Bf16GemmKernelInfo* bf16, int64_t group,
-               const Tensor* w, const FusedEpilogue& fused)
-      : gemm_(gemm), group_(group), fused_(fused) {
+               const Tensor* w, const FusedEpilogue& fused, ConvAlgoChoice algo)
+      : gemm_(gemm), group_(group), fused_(fused), algo_(algo) {
     if (w && w->dim(0) % group == 0) {
       const int64_t out_c_g = w->dim(0) / group, k = w->numel() / w->dim(0);
       for (int64_t g = 0; g < group; ++g) {
@@ -49,6 +64,7 @@ class ConvNdKernel : public PreparedKernel {
     }
   }
   std::string name() const override {
+    if (last_run_planes_) return std::string("cpu/conv_nd-phase_planes-") + gemm_.name;
     return std::string("cpu/conv_nd-") +
            (packed_bf16_.empty() ? gemm_.name : packed_bf16_[0].kernel()->name);
   }
@@ -98,16 +114,47 @@ class ConvNdKernel : public PreparedKernel {
                           packed_bf16_[0].rows() == out_c_g && packed_bf16_[0].cols() == k;
     if (!use_packed && !packed_.empty()) return fallback(ctx);
     if (!use_bf16 && !packed_bf16_.empty()) return run_reference(ctx);  // fp32 weights kept
+    const float* px = x.data<float>();
+    const float* pw = w.data<float>();
+    float* py = y.data<float>();
+    const int threads = ctx.num_threads();
+    auto epilogue = [&](int64_t grp, int64_t y_off) {
+      GemmEpilogue ep = activation_epilogue(fused_);
+      ep.residual = z ? z->data<float>() + y_off : nullptr;
+      ep.ldr = out_sp;
+      if (bias) {
+        ep.bias_kind = GemmEpilogue::Bias::kPerRow;
+        ep.bias = bias->data<float>() + grp * out_c_g;
+      }
+      return ep;
+    };
+    const PhasePlanesConvShape planes{
+        in_c_g,      g.in[1],  g.in[2],  out_c_g,  g.out[1],    g.out[2],    g.k[1],
+        g.k[2],      g.stride[1], g.stride[2], g.dil[1], g.dil[2], g.pad[1], g.pad[2],
+        g.in[0],     g.out[0], g.k[0],   g.stride[0], g.dil[0], g.pad[0]};
+    last_run_planes_ =
+        use_packed && gemm_.indirect_ukernel != nullptr && taps > 1 &&
+        (algo_ == ConvAlgoChoice::kPhasePlanes ||
+         (algo_ == ConvAlgoChoice::kAuto && k >= kMinPhasePlanesK &&
+         phase_planes_useful_fraction(planes) >= kMinPhasePlanesUsefulFraction &&
+         phase_planes_scratch_floats(planes) * 4 <= kMaxPhasePlanesBytes));
+    if (last_run_planes_) {
+      float* scratch = conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t grp = 0; grp < group_; ++grp) {
+          const int64_t y_off = (n * out_c + grp * out_c_g) * out_sp;
+          conv_phase_planes(gemm_, packed_[static_cast<size_t>(grp)],
+                            px + (n * in_c + grp * in_c_g) * in_sp_n, planes, py + y_off,
+                            epilogue(grp, y_off), scratch, threads);
+        }
+      return Status::ok();
+    }
     // Output rows (depth slice, output row) per im2col block: consecutive ones are consecutive
     // columns of C, so a block is one GEMM.
     const int64_t rows = g.out[0] * g.out[1];
     const int64_t per_block = std::clamp<int64_t>(
         kIm2colBytes / std::max<int64_t>(1, k * g.out[2] * 4), 1, rows);
     float* col = conv_scratch_floats(static_cast<size_t>(k * per_block * g.out[2]));
-    const float* px = x.data<float>();
-    const float* pw = w.data<float>();
-    float* py = y.data<float>();
-    const int threads = ctx.num_threads();
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* xg = px + (n * in_c + grp * in_c_g) * in_sp_n;
@@ -115,13 +162,7 @@ class ConvNdKernel : public PreparedKernel {
         for (int64_t r0 = 0; r0 < rows; r0 += per_block) {
           const int64_t nr = std::min(per_block, rows - r0), cols = nr * g.out[2];
           fill_im2col(xg, g, r0, nr, taps, k, col, threads);
-          GemmEpilogue ep = activation_epilogue(fused_);
-          ep.residual = z ? z->data<float>() + y_off + r0 * g.out[2] : nullptr;
-          ep.ldr = out_sp;
-          if (bias) {
-            ep.bias_kind = GemmEpilogue::Bias::kPerRow;
-            ep.bias = bias->data<float>() + grp * out_c_g;
-          }
+          const GemmEpilogue ep = epilogue(grp, y_off + r0 * g.out[2]);
           if (use_bf16) {
             bf16_gemm(*packed_bf16_[0].kernel(), out_c_g, cols, k,
                       Bf16GemmOperand::of(packed_bf16_[static_cast<size_t>(grp)]),
@@ -188,6 +229,8 @@ class ConvNdKernel : public PreparedKernel {
   const GemmKernelInfo& gemm_;
   int64_t group_;
   FusedEpilogue fused_;
+  ConvAlgoChoice algo_;
+  std::atomic<bool> last_run_planes_{false};  // conv_phase_planes, for name()
   std::vector<PackedMatrix> packed_;  // one (Cout_g, K) A per group
   std::vector<Bf16PackedMatrix> packed_bf16_;  // the same in bf16, at bf16 precision
   std::optional<WindowGeometry> window_;
@@ -202,11 +245,13 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nd(const ir::Node& node, 
   ir::AttrView attrs(node);
   PG_ASSIGN_OR_RETURN(int64_t group, attrs.get_int("group", 1));
   if (group < 1) return invalid_model(node.describe() + ": attribute 'group' must be >= 1");
+  // PEREGRINE_CONV_ALGO: "planes" forces the phase-plane GEMM, "im2col" the im2col blocks.
+  PG_ASSIGN_OR_RETURN(ConvAlgoChoice algo, conv_algo_from_env());
   const int64_t rows = w ? w->dim(0) / group : 0;
   return std::unique_ptr<PreparedKernel>(
       new ConvNdKernel(f32_gemm_kernel_for_shape(rows, 0),
                        node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr,
-                       group, w, fused));
+                       group, w, fused, algo));
 }
 
 }  // namespace peregrine::cpu

@@ -16,54 +16,79 @@ int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // GEMM columns: output pixels on the plane grid, up to the last real one.
 int64_t grid_columns(const PhasePlanesConvShape& s) {
-  return (s.out_h - 1) * phase_plane_w(s) + s.out_w;
+  const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s);
+  return (s.out_d - 1) * ph * pw + (s.out_h - 1) * pw + s.out_w;
 }
 
-int64_t plane_floats(const PhasePlanesConvShape& s) { return phase_plane_h(s) * phase_plane_w(s); }
+int64_t plane_floats(const PhasePlanesConvShape& s) {
+  return phase_plane_d(s) * phase_plane_h(s) * phase_plane_w(s);
+}
+
+int64_t phases(const PhasePlanesConvShape& s) { return s.stride_d * s.stride_h * s.stride_w; }
 
 int64_t all_planes_floats(const PhasePlanesConvShape& s) {
-  return round_up(s.in_c * s.stride_h * s.stride_w * plane_floats(s), 16);
+  return round_up(s.in_c * phases(s) * plane_floats(s), 16);
 }
 
-// C is Y itself when every grid column is an output pixel.
-bool writes_y_directly(const PhasePlanesConvShape& s) { return phase_plane_w(s) == s.out_w; }
+// C is Y itself when every grid column is an output pixel: one output row, or rows (and depth
+// slices) as long on the grid as in Y.
+bool writes_y_directly(const PhasePlanesConvShape& s) {
+  if (s.out_d * s.out_h == 1) return true;
+  return phase_plane_w(s) == s.out_w && (s.out_d == 1 || phase_plane_h(s) == s.out_h);
+}
 
 int64_t scratch_ldc(const PhasePlanesConvShape& s) { return round_up(grid_columns(s), 16); }
 
-// Copies channel ci of x into its stride_h * stride_w zero-padded phase planes.
+// Copies channel ci of x into its stride_d * stride_h * stride_w zero-padded phase planes.
 void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, float* planes) {
-  const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s), sh = s.stride_h, sw = s.stride_w;
+  const int64_t pd = phase_plane_d(s), ph = phase_plane_h(s), pw = phase_plane_w(s);
+  const int64_t sd = s.stride_d, sh = s.stride_h, sw = s.stride_w;
   const F32CopyRowFn copy_row = vector_ukernels().copy_row;
-  for (int64_t a = 0; a < sh; ++a) {
-    for (int64_t b = 0; b < sw; ++b) {
-      float* plane = planes + ((ci * sh + a) * sw + b) * ph * pw;
-      // Plane column u is input column u * sw + b - pad_l: inside for u in [lo, hi).
-      const int64_t iw0 = b - s.pad_l;
-      const int64_t lo = std::min(pw, iw0 >= 0 ? 0 : ceil_div(-iw0, sw));
-      const int64_t last = s.in_w - 1 - iw0;
-      const int64_t hi = std::max(lo, std::min(pw, last < 0 ? 0 : last / sw + 1));
-      for (int64_t t = 0; t < ph; ++t) {
-        float* dst = plane + t * pw;
-        const int64_t ih = t * sh + a - s.pad_t;
-        if (ih < 0 || ih >= s.in_h || hi == lo) {
-          std::fill(dst, dst + pw, 0.0f);
-          continue;
+  for (int64_t e = 0; e < sd; ++e) {
+    for (int64_t a = 0; a < sh; ++a) {
+      for (int64_t b = 0; b < sw; ++b) {
+        float* plane = planes + (((ci * sd + e) * sh + a) * sw + b) * pd * ph * pw;
+        // Plane column u is input column u * sw + b - pad_l: inside for u in [lo, hi).
+        const int64_t iw0 = b - s.pad_l;
+        const int64_t lo = std::min(pw, iw0 >= 0 ? 0 : ceil_div(-iw0, sw));
+        const int64_t last = s.in_w - 1 - iw0;
+        const int64_t hi = std::max(lo, std::min(pw, last < 0 ? 0 : last / sw + 1));
+        for (int64_t v = 0; v < pd; ++v) {
+          float* slice = plane + v * ph * pw;
+          const int64_t id = v * sd + e - s.pad_f;
+          if (id < 0 || id >= s.in_d) {
+            std::fill(slice, slice + ph * pw, 0.0f);
+            continue;
+          }
+          const float* xs = x + (ci * s.in_d + id) * s.in_h * s.in_w;
+          for (int64_t t = 0; t < ph; ++t) {
+            float* dst = slice + t * pw;
+            const int64_t ih = t * sh + a - s.pad_t;
+            if (ih < 0 || ih >= s.in_h || hi == lo) {
+              std::fill(dst, dst + pw, 0.0f);
+              continue;
+            }
+            const float* src = xs + ih * s.in_w + iw0 + lo * sw;
+            std::fill(dst, dst + lo, 0.0f);
+            if (sw == 1)
+              std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(float));
+            else if (sw == 2)
+              copy_row(src, 2, dst + lo, static_cast<size_t>(hi - lo));
+            else
+              for (int64_t u = lo; u < hi; ++u) dst[u] = src[(u - lo) * sw];
+            std::fill(dst + hi, dst + pw, 0.0f);
+          }
         }
-        const float* src = x + (ci * s.in_h + ih) * s.in_w + iw0 + lo * sw;
-        std::fill(dst, dst + lo, 0.0f);
-        if (sw == 1)
-          std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(float));
-        else if (sw == 2)
-          copy_row(src, 2, dst + lo, static_cast<size_t>(hi - lo));
-        else
-          for (int64_t u = lo; u < hi; ++u) dst[u] = src[(u - lo) * sw];
-        std::fill(dst + hi, dst + pw, 0.0f);
       }
     }
   }
 }
 
 }  // namespace
+
+int64_t phase_plane_d(const PhasePlanesConvShape& s) {
+  return ceil_div((s.out_d - 1) * s.stride_d + (s.kd - 1) * s.dil_d + 1, s.stride_d);
+}
 
 int64_t phase_plane_h(const PhasePlanesConvShape& s) {
   return ceil_div((s.out_h - 1) * s.stride_h + (s.kh - 1) * s.dil_h + 1, s.stride_h);
@@ -74,40 +99,45 @@ int64_t phase_plane_w(const PhasePlanesConvShape& s) {
 }
 
 double phase_planes_useful_fraction(const PhasePlanesConvShape& s) {
-  return static_cast<double>(s.out_w) / static_cast<double>(phase_plane_w(s));
+  const double rows = s.out_d > 1 ? static_cast<double>(s.out_h) / phase_plane_h(s) : 1.0;
+  return rows * static_cast<double>(s.out_w) / static_cast<double>(phase_plane_w(s));
 }
 
 // Against im2col packing, measured on 3x3 convs with 7x7 maps and up (7 of 9 columns useful)
 // and Inception-v3's 1x7 convs on 17x17 maps (17 of 23): bench/kernels/conv_bench.cc.
-bool use_conv2d_phase_planes(const PhasePlanesConvShape& s) {
-  return s.kh * s.kw > 1 && phase_planes_useful_fraction(s) >= 0.7;
+bool use_conv_phase_planes(const PhasePlanesConvShape& s) {
+  return s.kd * s.kh * s.kw > 1 && phase_planes_useful_fraction(s) >= 0.7;
 }
 
 int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s) {
   return all_planes_floats(s) + (writes_y_directly(s) ? 0 : s.out_c * scratch_ldc(s));
 }
 
-void conv2d_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
+void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
                          const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
                          float* scratch, int num_threads) {
-  const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s), plane = ph * pw;
-  const int64_t k = s.in_c * s.kh * s.kw, m = s.out_c, n = grid_columns(s);
-  const int64_t pixels = s.out_h * s.out_w;
+  const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s), plane = plane_floats(s);
+  const int64_t k = s.in_c * s.kd * s.kh * s.kw, m = s.out_c, n = grid_columns(s);
+  const int64_t pixels = s.out_d * s.out_h * s.out_w;
   float* planes = scratch;
   cpu_thread_pool().parallel_for(s.in_c, num_threads,
                                  [&](int64_t ci, int) { build_planes(x, s, ci, planes); });
 
-  // B row (ci, ki, kj): its plane at the tap's offset. Shared by every task.
+  // B row (ci, kz, ki, kj): its plane at the tap's offset. Shared by every task.
   thread_local std::vector<const float*> rows;
   rows.resize(static_cast<size_t>(k + 8));
   for (int64_t ci = 0, r = 0; ci < s.in_c; ++ci)
-    for (int64_t ki = 0; ki < s.kh; ++ki)
-      for (int64_t kj = 0; kj < s.kw; ++kj, ++r) {
-        const int64_t dy = ki * s.dil_h, dx = kj * s.dil_w;
-        const int64_t phase = (ci * s.stride_h + dy % s.stride_h) * s.stride_w + dx % s.stride_w;
-        rows[static_cast<size_t>(r)] =
-            planes + phase * plane + (dy / s.stride_h) * pw + dx / s.stride_w;
-      }
+    for (int64_t kz = 0; kz < s.kd; ++kz)
+      for (int64_t ki = 0; ki < s.kh; ++ki)
+        for (int64_t kj = 0; kj < s.kw; ++kj, ++r) {
+          const int64_t dz = kz * s.dil_d, dy = ki * s.dil_h, dx = kj * s.dil_w;
+          const int64_t phase =
+              ((ci * s.stride_d + dz % s.stride_d) * s.stride_h + dy % s.stride_h) * s.stride_w +
+              dx % s.stride_w;
+          rows[static_cast<size_t>(r)] = planes + phase * plane +
+                                         ((dz / s.stride_d) * ph + dy / s.stride_h) * pw +
+                                         dx / s.stride_w;
+        }
   std::fill(rows.begin() + k, rows.end(), rows[0]);
   const float* const* b_rows = rows.data();
 
@@ -182,8 +212,10 @@ void conv2d_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, co
   cpu_thread_pool().parallel_for(m, num_threads, [&](int64_t o, int) {
     float* dst = y + o * pixels;
     const float* src = c + o * ldc;
-    for (int64_t oh = 0; oh < s.out_h; ++oh)
-      std::memcpy(dst + oh * s.out_w, src + oh * pw, static_cast<size_t>(s.out_w) * sizeof(float));
+    for (int64_t od = 0; od < s.out_d; ++od)
+      for (int64_t oh = 0; oh < s.out_h; ++oh)
+        std::memcpy(dst + (od * s.out_h + oh) * s.out_w, src + (od * ph + oh) * pw,
+                    static_cast<size_t>(s.out_w) * sizeof(float));
     if (!post_ep.empty())
       kernel.epilogue(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(pixels),
                       static_cast<size_t>(o), 0, post_ep);

@@ -1,17 +1,19 @@
 // Convolution as a GEMM whose B rows are shifted views of the input: no im2col copy.
 //
-// The input of one group is copied once, zero-padded, into stride_h * stride_w "phase planes"
-// per channel: plane (a, b) holds the padded pixels (a + stride_h t, b + stride_w u). Output
-// pixel (oh, ow) under tap (ki, kj) reads padded pixel (oh stride_h + ki dil_h, ow stride_w +
-// kj dil_w), which is element (oh + (ki dil_h) / stride_h, ow + (kj dil_w) / stride_w) of the
-// plane of phase ((ki dil_h) % stride_h, (kj dil_w) % stride_w). Numbering the output pixels on
-// the plane's grid, q = oh * plane_w + ow, makes every tap's B row one contiguous run of its
-// plane: B(tap, q) = plane[offset(tap) + q]. The GEMM
+// The input of one group is copied once, zero-padded, into stride_d * stride_h * stride_w
+// "phase planes" per channel: plane (a, b) of a 2-D conv holds the padded pixels (a + stride_h t,
+// b + stride_w u). Output pixel (oh, ow) under tap (ki, kj) reads padded pixel (oh stride_h +
+// ki dil_h, ow stride_w + kj dil_w), which is element (oh + (ki dil_h) / stride_h, ow + (kj dil_w)
+// / stride_w) of the plane of phase ((ki dil_h) % stride_h, (kj dil_w) % stride_w). Numbering the
+// output pixels on the plane's grid, q = oh * plane_w + ow, makes every tap's B row one
+// contiguous run of its plane: B(tap, q) = plane[offset(tap) + q]. The GEMM
 //   C(Cout_g, q) = W(Cout_g, Cin_g * KH * KW) * B(Cin_g * KH * KW, q)
 // reads B through one pointer per row with the indirect micro-kernel: nothing is packed per
 // run but the planes, and tiles run across output rows (no per-row edge tiles). The columns
 // with ow >= OW (plane_w - OW per row) are computed and dropped: C goes to scratch and is
 // compacted into Y, unless plane_w == OW (no horizontal padding or stride), where C is Y.
+// 3-D convs add a depth axis the same way (planes of plane_d x plane_h x plane_w, q = (od
+// plane_h + oh) plane_w + ow, also dropping the rows with oh >= OH); 1-D convs are one row.
 #pragma once
 
 #include <cstdint>
@@ -25,26 +27,30 @@ struct PhasePlanesConvShape {
   int64_t out_c, out_h, out_w;
   int64_t kh, kw;
   int64_t stride_h, stride_w, dil_h, dil_w, pad_t, pad_l;
+  // The depth axis of a 3-D conv (1-D and 2-D convs keep these).
+  int64_t in_d = 1, out_d = 1, kd = 1, stride_d = 1, dil_d = 1, pad_f = 0;
 };
 
-// Rows and columns of one phase plane.
+// Depth slices, rows and columns of one phase plane.
+int64_t phase_plane_d(const PhasePlanesConvShape& s);
 int64_t phase_plane_h(const PhasePlanesConvShape& s);
 int64_t phase_plane_w(const PhasePlanesConvShape& s);
 
-// The share of the GEMM's columns that are output pixels (OW / plane_w).
+// The share of the GEMM's columns that are output pixels (OW / plane_w, times OH / plane_h for
+// a 3-D conv).
 double phase_planes_useful_fraction(const PhasePlanesConvShape& s);
 
 // The rule for the automatic choice: true where the planes beat im2col packing (see conv.cc).
-bool use_conv2d_phase_planes(const PhasePlanesConvShape& s);
+bool use_conv_phase_planes(const PhasePlanesConvShape& s);
 
-// Floats of scratch conv2d_phase_planes needs (planes, and C where it is not Y).
+// Floats of scratch conv_phase_planes needs (planes, and C where it is not Y).
 int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s);
 
-// y(Cout_g, OH * OW) = epilogue(W * im2col(x)) for one group of one image: `w` the weights
-// packed as A (Cout_g, Cin_g * KH * KW) for `kernel`, which must have an indirect_ukernel;
+// y(Cout_g, OD * OH * OW) = epilogue(W * im2col(x)) for one group of one image: `w` the weights
+// packed as A (Cout_g, Cin_g * KD * KH * KW) for `kernel`, which must have an indirect_ukernel;
 // `ep` as for the GEMM on Y (per-row bias, residual in Y's layout, activation); `scratch`
 // of phase_planes_scratch_floats(s) floats, 64-byte aligned.
-void conv2d_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
+void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
                          const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
                          float* scratch, int num_threads);
 
