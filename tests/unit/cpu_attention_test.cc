@@ -167,6 +167,8 @@ TEST(CpuAttention, DriverMatchesNaiveAtEveryIsa) {
       {2, 3, 7, 130, 16, 16, {2, 1, 1, 130}, true},
       {1, 1, 1, 13, 1, 1, {}, true},
       {1, 2, 70, 70, 8, 8, {1, 1, 70, 70}, true},
+      // Keys and values packed once for many query blocks, three key blocks, mask and causal.
+      {1, 2, 260, 300, 24, 20, {1, 1, 260, 300}, true},
   };
   for (const auto* kernel : available_kernels())
     for (const Case& c : cases)

@@ -111,5 +111,8 @@ struct Ymm {
 }  // namespace
 
 void f32_attention_tile__avx2(const AttentionTile& t) { attention_tile<Ymm>(t); }
+void f32_attention_pack__avx2(const AttentionTile& t, float* k_dst, float* v_dst) {
+  attention_pack<Ymm>(t, k_dst, v_dst);
+}
 
 }  // namespace peregrine::cpu::avx2

@@ -99,5 +99,8 @@ struct Zmm {
 }  // namespace
 
 void f32_attention_tile__avx512(const AttentionTile& t) { attention_tile<Zmm>(t); }
+void f32_attention_pack__avx512(const AttentionTile& t, float* k_dst, float* v_dst) {
+  attention_pack<Zmm>(t, k_dst, v_dst);
+}
 
 }  // namespace peregrine::cpu::avx512

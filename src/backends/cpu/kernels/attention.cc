@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/thread_pool.h"
@@ -52,12 +53,19 @@ void f32_attention_tile__scalar(const AttentionTile& t) {
 namespace {
 
 const AttentionKernelInfo kAttentionKernels[] = {
-    {Isa::kScalar, "f32_attention_tile__scalar", scalar::f32_attention_tile__scalar},
-    {Isa::kAvx2, "f32_attention_tile__avx2", avx2::f32_attention_tile__avx2},
-    {Isa::kAvx512, "f32_attention_tile__avx512", avx512::f32_attention_tile__avx512},
+    {Isa::kScalar, "f32_attention_tile__scalar", scalar::f32_attention_tile__scalar, nullptr},
+    {Isa::kAvx2, "f32_attention_tile__avx2", avx2::f32_attention_tile__avx2,
+     avx2::f32_attention_pack__avx2},
+    {Isa::kAvx512, "f32_attention_tile__avx512", avx512::f32_attention_tile__avx512,
+     avx512::f32_attention_pack__avx512},
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Keys and values are packed once per batch index, for all its query blocks, when there are
+// several and the packed copies of every batch index fit in this many bytes (else each tile
+// packs its key blocks itself).
+constexpr int64_t kMaxSharedPackBytes = int64_t{64} << 20;
 
 }  // namespace
 
@@ -87,7 +95,11 @@ void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p,
   int64_t qb = std::min(p.sq, (ceil_div(p.sq, ceil_div(p.sq, max_rows)) + 3) / 4 * 4);
   while (qb > 4 && batches * ceil_div(p.sq, qb) < 2 * num_threads) qb = (qb / 2 + 3) / 4 * 4;
   const int64_t blocks = ceil_div(p.sq, qb);
-  auto task = [&](int64_t t, int) {
+  const int64_t k_floats = attention_packed_key_floats(p.skv, p.d);
+  const int64_t v_floats = attention_packed_value_floats(p.skv, p.dv);
+  const bool shared_pack = kernel.pack != nullptr && blocks > 1 &&
+                           batches * (k_floats + v_floats) * 4 <= kMaxSharedPackBytes;
+  auto make_tile = [&](int64_t t) {
     int64_t b = t / blocks;
     const int64_t i0 = (t % blocks) * qb;
     int64_t oq = 0, ok = 0, ov = 0, om = 0, oo = 0;
@@ -120,9 +132,27 @@ void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p,
     tile.causal = p.causal;
     tile.key_limit0 = i0 + p.skv - p.sq + 1;
     tile.scale = p.scale;
-    kernel.tile(tile);
+    return tile;
   };
-  cpu_thread_pool().parallel_for(batches * blocks, num_threads, task);
+  if (!shared_pack) {
+    cpu_thread_pool().parallel_for(batches * blocks, num_threads,
+                                   [&](int64_t t, int) { kernel.tile(make_tile(t)); });
+    return;
+  }
+  thread_local std::vector<float> packed;
+  if (static_cast<int64_t>(packed.size()) < batches * (k_floats + v_floats))
+    packed.resize(static_cast<size_t>(batches * (k_floats + v_floats)));
+  float* k_packed = packed.data();
+  float* v_packed = k_packed + batches * k_floats;
+  cpu_thread_pool().parallel_for(batches, num_threads, [&](int64_t b, int) {
+    kernel.pack(make_tile(b * blocks), k_packed + b * k_floats, v_packed + b * v_floats);
+  });
+  cpu_thread_pool().parallel_for(batches * blocks, num_threads, [&](int64_t t, int) {
+    AttentionTile tile = make_tile(t);
+    tile.k_packed = k_packed + (t / blocks) * k_floats;
+    tile.v_packed = v_packed + (t / blocks) * v_floats;
+    kernel.tile(tile);
+  });
 }
 
 namespace {

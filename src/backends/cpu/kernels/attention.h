@@ -26,13 +26,14 @@
 namespace peregrine::cpu {
 
 constexpr int kAttentionMaxBatchRank = 6;
-// Rows per task (at most). Each task packs every key and value block it walks, so taller
-// blocks amortize that over more rows: non-causal 128 rows against 32 measured +13-20% (ViT-B/16
-// attention, 197 tokens, -14% per layer); causal tiles of 128 rows compute more of the masked
-// triangle (S = 128: -25%), so causal keeps 32.
+// Rows per task (at most). Taller blocks amortize each row's per-block work over more rows
+// (peregrine_attention_bench, ViT-B/16's 197 tokens); causal tiles of 128 rows compute more of
+// the masked triangle, so causal keeps 32. Where a batch index has several query blocks, its
+// keys and values are packed once for all of them (f32_attention), else each task packs the
+// key blocks it walks.
 constexpr int64_t kAttentionQueryBlock = 128;
 constexpr int64_t kAttentionCausalQueryBlock = 32;
-constexpr int64_t kAttentionKeyBlock = 64;  // keys per online-softmax step
+constexpr int64_t kAttentionKeyBlock = 128;  // keys per online-softmax step
 
 // A float32 operand: batch index (b_0, ..., b_{r-1}) starts at
 // data + sum_i b_i * batch_strides[i] (0 where broadcast); element (row, col) of that matrix is
@@ -76,9 +77,21 @@ struct AttentionTile {
   bool causal;
   int64_t key_limit0;
   float scale;
+  // Keys and values already packed for every key (the pack function below), shared by the
+  // query blocks of one batch index; nullptr: the tile packs each key block itself.
+  const float* k_packed = nullptr;
+  const float* v_packed = nullptr;
 };
 
 using F32AttentionTileFn = void (*)(const AttentionTile& tile);
+// Packs a tile's keys and values for all skv keys, as the tile packs one key block: k_dst of
+// attention_packed_key_floats(skv, d) floats, v_dst of attention_packed_value_floats(skv, dv).
+using F32AttentionPackFn = void (*)(const AttentionTile& tile, float* k_dst, float* v_dst);
+// Bounds for every vector width (key panels of up to 32 keys, rows of up to 16 lanes).
+inline int64_t attention_packed_key_floats(int64_t skv, int64_t d) { return (skv + 31) / 32 * 32 * d; }
+inline int64_t attention_packed_value_floats(int64_t skv, int64_t dv) {
+  return skv * ((dv + 15) / 16 * 16);
+}
 
 namespace scalar {
 void f32_attention_tile__scalar(const AttentionTile& tile);
@@ -87,15 +100,18 @@ void f32_attention_tile__scalar(const AttentionTile& tile);
 // tiles) and 16 (AVX-512, 6 x 32).
 namespace avx2 {
 void f32_attention_tile__avx2(const AttentionTile& tile);
+void f32_attention_pack__avx2(const AttentionTile& tile, float* k_dst, float* v_dst);
 }  // namespace avx2
 namespace avx512 {
 void f32_attention_tile__avx512(const AttentionTile& tile);
+void f32_attention_pack__avx512(const AttentionTile& tile, float* k_dst, float* v_dst);
 }  // namespace avx512
 
 struct AttentionKernelInfo {
   Isa isa;
   const char* name;  // "f32_attention_tile__avx2"
   F32AttentionTileFn tile;
+  F32AttentionPackFn pack;  // nullptr: the tile reads K and V in place
 };
 
 // The entry for `isa`, or nullptr when this CPU cannot run it.

@@ -6,13 +6,15 @@
 //   (d, kPanel), panel[e * kPanel + jj] = K(kPanel * panel + jj, e), keys past kb zero,
 // and gets its own internal-linkage copy. kPanel = 2 * kLanes: one register tile's columns.
 //
-// Per key block of up to kAttentionKeyBlock (64) keys:
-//   1. S(rows, kb) = Q K^T as a small GEMM on the packed key panels and a contiguous copy of the
-//      tile's queries; register tile 6 queries x 2 vectors of keys: 12 accumulators, 2 panel
-//      loads and 6 broadcasts of Q per feature, no horizontal sums.
-//   2. Per row: S = S * scale + mask over the visible keys; invisible ones (causal, or past kb up
-//      to the next whole vector) are -inf, so the block is processed in whole vectors: running
-//      max, P = exp(S - m), row sum, and the accumulator row rescaled when m grew.
+// The scale is folded into a contiguous copy of the tile's queries. Per key block of up to
+// kAttentionKeyBlock keys:
+//   1. S(rows, kb) = Q K^T as a small GEMM on the packed key panels (packed by the tile, or
+//      once for all query blocks) and the copy of the queries; register tile 6 queries x 2
+//      vectors of keys: 12 accumulators, 2 panel loads and 6 broadcasts of Q per feature, no
+//      horizontal sums.
+//   2. Per row: S += mask over the visible keys; invisible ones (causal, or past kb up to the
+//      next whole vector) are -inf, so the block is processed in whole vectors: running max,
+//      P = exp(S - m), row sum, and the accumulator row rescaled when m grew.
 //   3. acc(rows, dv) += P(rows, kb) V(kb, dv), V from a contiguous copy of the block with its
 //      rows zero-padded to whole vectors. Register tile: 6 rows x 2 vectors (the same
 //      micro-kernel as step 1); then 1-vector tiles.
@@ -43,12 +45,13 @@ struct AttentionScratch {
   std::vector<float> values;  // (kKeyBlock, dv) contiguous copy of the value block
 };
 
-// Copies the (rows, cols) matrix at src (row stride rs) to dst, contiguous. The head form's
-// rows are H * D floats apart (3 KiB for BERT): 64 such rows fall into a quarter of L1's sets
-// and evict each other, so the blocks are read from dense copies.
-inline void attention_copy_rows(const float* src, int64_t rs, int64_t rows, int64_t cols,
-                                float* dst) {
-  for (int64_t r = 0; r < rows; ++r) std::copy(src + r * rs, src + r * rs + cols, dst + r * cols);
+// Copies the (rows, cols) matrix at src (row stride rs) to dst, contiguous, times `scale`. The
+// head form's rows are H * D floats apart (3 KiB for BERT): 64 such rows fall into a quarter of
+// L1's sets and evict each other, so the blocks are read from dense copies.
+inline void attention_copy_rows_scaled(const float* src, int64_t rs, int64_t rows, int64_t cols,
+                                       float scale, float* dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * rs + c] * scale;
 }
 
 // The same, each row zero-padded from cols to dst_cols.
@@ -244,19 +247,20 @@ void attention_tile(const AttentionTile& t) {
   std::fill(l, l + t.rows, 0.0f);
   // Keys any row of the tile sees.
   const int64_t keys = t.causal ? std::clamp<int64_t>(t.key_limit0 + t.rows - 1, 0, t.skv) : t.skv;
-  const Reg scale = V::set1(t.scale);
   attention_grow(scratch.q, t.rows * t.d);
-  attention_grow(scratch.keys, kKeyBlock * t.d);
-  attention_grow(scratch.values, kKeyBlock * dvp);
+  if (!t.k_packed) attention_grow(scratch.keys, kKeyBlock * t.d);
+  if (!t.v_packed) attention_grow(scratch.values, kKeyBlock * dvp);
+  // The scale goes into the copy of Q: the scores come out of Q K^T scaled.
   float* q = scratch.q.data();
-  attention_copy_rows(t.q, t.q_rs, t.rows, t.d, q);
+  attention_copy_rows_scaled(t.q, t.q_rs, t.rows, t.d, t.scale, q);
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
     const int64_t kb = std::min(kKeyBlock, keys - j0);
     const int64_t kb_vectors = (kb + L - 1) / L * L;
-    float* k = scratch.keys.data();
-    V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, k);
-    float* v = scratch.values.data();  // (kb, dvp)
-    attention_copy_rows_padded(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, dvp, v);
+    const float* k = t.k_packed ? t.k_packed + j0 * t.d : scratch.keys.data();
+    if (!t.k_packed) V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, scratch.keys.data());
+    const float* v = t.v_packed ? t.v_packed + j0 * dvp : scratch.values.data();  // (kb, dvp)
+    if (!t.v_packed)
+      attention_copy_rows_padded(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, dvp, scratch.values.data());
     qk_scores<V>(q, t.rows, kb, t.d, k, scores);
     for (int64_t r = 0; r < t.rows; ++r) {
       float* s = scores + r * kKeyBlock;  // (kb_vectors) for this row
@@ -265,21 +269,26 @@ void attention_tile(const AttentionTile& t) {
         std::fill(s, s + kb, 0.0f);
         continue;
       }
-      // S = S * scale + mask on the visible keys, -inf on the rest of the vectors.
+      // S += mask on the visible keys, the row's maximum, -inf on the rest of the vectors.
       const float* mask = t.mask ? t.mask + r * t.mask_rs + j0 * t.mask_cs : nullptr;
+      Reg vmax = V::set1(kNegInf);
       int64_t j = 0;
-      if (mask == nullptr || t.mask_cs == 1) {
+      if (mask == nullptr) {
+        for (; j + L <= visible; j += L) vmax = V::max(vmax, V::loadu(s + j));
+      } else if (t.mask_cs == 1) {
         for (; j + L <= visible; j += L) {
-          Reg x = V::mul(V::loadu(s + j), scale);
-          if (mask) x = V::add(x, V::loadu(mask + j));
+          const Reg x = V::add(V::loadu(s + j), V::loadu(mask + j));
           V::storeu(s + j, x);
+          vmax = V::max(vmax, x);
         }
       }
-      for (; j < visible; ++j) s[j] = s[j] * t.scale + (mask ? mask[j * t.mask_cs] : 0.0f);
+      float row_max = V::reduce_max(vmax);
+      for (; j < visible; ++j) {
+        if (mask) s[j] += mask[j * t.mask_cs];
+        row_max = std::max(row_max, s[j]);
+      }
       for (; j < kb_vectors; ++j) s[j] = kNegInf;
-      Reg vmax = V::set1(kNegInf);
-      for (j = 0; j < kb_vectors; j += L) vmax = V::max(vmax, V::loadu(s + j));
-      const float m_new = std::max(m[r], V::reduce_max(vmax));
+      const float m_new = std::max(m[r], row_max);
       if (m_new == kNegInf) {  // every visible score so far is -inf: nothing to add yet
         std::fill(s, s + kb, 0.0f);
         continue;
@@ -307,6 +316,15 @@ void attention_tile(const AttentionTile& t) {
     float* out = t.out + r * t.out_rs;
     for (int64_t c = 0; c < t.dv; ++c) out[c] = a[c] * inv;
   }
+}
+
+// The tile's keys and values for all t.skv keys, packed as attention_tile packs one key block:
+// key j0's block starts at k_dst + j0 * d, value j0's row at v_dst + j0 * dvp.
+template <typename V>
+void attention_pack(const AttentionTile& t, float* k_dst, float* v_dst) {
+  constexpr int64_t L = V::kLanes;
+  V::pack_key_panels(t.k, t.k_rs, t.k_cs, t.skv, t.d, k_dst);
+  attention_copy_rows_padded(t.v, t.v_rs, t.skv, t.dv, (t.dv + L - 1) / L * L, v_dst);
 }
 
 }  // namespace
