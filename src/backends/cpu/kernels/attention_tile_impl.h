@@ -303,7 +303,8 @@ void attention_tile(const AttentionTile& t) {
       const float correction = std::exp(m[r] - m_new);  // 0 on the first visible block
       if (correction != 1.0f) {
         float* a = acc + r * dvp;
-        for (int64_t c = 0; c < t.dv; ++c) a[c] *= correction;
+        const Reg vc = V::set1(correction);
+        for (int64_t c = 0; c < dvp; c += L) V::storeu(a + c, V::mul(V::loadu(a + c), vc));
       }
       l[r] = l[r] * correction + V::reduce_add(vsum);
       m[r] = m_new;
@@ -314,7 +315,9 @@ void attention_tile(const AttentionTile& t) {
     const float inv = 1.0f / l[r];  // l == 0 (no visible key): NaN, as the unfused graph
     const float* a = acc + r * dvp;
     float* out = t.out + r * t.out_rs;
-    for (int64_t c = 0; c < t.dv; ++c) out[c] = a[c] * inv;
+    int64_t c = 0;
+    for (; c + L <= t.dv; c += L) V::storeu(out + c, V::mul(V::loadu(a + c), V::set1(inv)));
+    for (; c < t.dv; ++c) out[c] = a[c] * inv;
   }
 }
 
