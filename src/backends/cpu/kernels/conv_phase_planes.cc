@@ -159,29 +159,32 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
   const bool fusable = !gemm_ep.empty() && fused_epilogue_clamp(gemm_ep, &clamp_lo, &clamp_hi);
 
-  // Tasks: runs of whole column tiles, at most kMaxChunkTiles (the chunk's C stays in L2 across
-  // the K blocks), as many as a multiple of the thread count. Where that would leave one thread
-  // an eighth more work than the average (small maps: a few column tiles), every column tile is
-  // a chunk and C's rows are split among the threads as well.
+  // Tasks: chunks of whole column tiles, at most kMaxChunkTiles (the chunk's C stays in L2
+  // across the K blocks), as many as a multiple of the thread count, their sizes differing by
+  // at most one tile. Where that would leave one thread a sixteenth more work than the average
+  // (small maps: a few column tiles; the pool hands each thread a contiguous share of the
+  // tasks), every column tile is a chunk and C's rows are split among the threads as well.
   constexpr int64_t kMaxChunkTiles = 8;
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t tiles_n = ceil_div(n, nr), tiles_m = ceil_div(m, mr);
   const int64_t threads = std::max(1, num_threads);
   int64_t chunks =
       std::min(tiles_n, round_up(std::max(threads, ceil_div(tiles_n, kMaxChunkTiles)), threads));
-  int64_t chunk_tiles = ceil_div(tiles_n, chunks);
-  chunks = ceil_div(tiles_n, chunk_tiles);
+  auto first_tile = [&](int64_t chunk) { return chunk * tiles_n / chunks; };
+  int64_t busiest = 0;  // columns of the busiest thread (the last tile may be narrow)
+  for (int64_t i = 0; i < threads; ++i)
+    busiest = std::max(busiest, std::min(n, first_tile(chunks * (i + 1) / threads) * nr) -
+                                    first_tile(chunks * i / threads) * nr);
   int64_t m_parts = 1;
-  // The busiest thread's column tiles against the average, in eighths.
-  if (threads > 1 && 8 * ceil_div(chunks, threads) * chunk_tiles * threads > 9 * tiles_n) {
-    chunk_tiles = 1;
+  if (threads > 1 && 16 * busiest * threads > 17 * n) {
     chunks = tiles_n;
     m_parts = std::min(tiles_m, threads);
   }
   const int64_t part_rows = ceil_div(tiles_m, m_parts) * mr;
   const int64_t tasks = chunks * m_parts;
   auto task = [&](int64_t t, int) {
-    const int64_t c0 = (t / m_parts) * chunk_tiles * nr, c1 = std::min(n, c0 + chunk_tiles * nr);
+    const int64_t c0 = first_tile(t / m_parts) * nr;
+    const int64_t c1 = std::min(n, first_tile(t / m_parts + 1) * nr);
     const int64_t r0 = (t % m_parts) * part_rows, r1 = std::min(m, r0 + part_rows);
     for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
       const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
