@@ -1,11 +1,13 @@
 # make        build (Release) into build/
 # make test   set up, build, run unit tests, the malformed-model corpus and ONNX conformance
 # make demo   set up, build, generate a small model, inspect it, run it
+# make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
+# make sanitize  unit tests and the malformed-model corpus under ASan + UBSan, threading under TSan
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests clean
+.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests fuzz sanitize clean
 
 # Paths below the checkout hashed relative to it, so the wheel's build folder (build-wheel/)
 # and build/ can share compiled objects through ccache.
@@ -67,8 +69,27 @@ python-tests: build
 
 test: unit robustness conformance lab-tests python-tests
 
+# Coverage-guided fuzzing (tests/fuzz/run_fuzz.sh): corpora and findings outside the checkout,
+# in ~/.cache/peregrine/fuzz. docs/RELIABILITY.md says what is fuzzed and how to replay a finding.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run_fuzz.sh
+
+# Sanitizer builds from CMakePresets.json (build-asan/, build-tsan/): every unit test and the
+# malformed-model corpus under ASan + UBSan; the thread pool, GEMM / conv threading and
+# session tests under TSan.
+TSAN_TESTS := ThreadPool*:CpuConv*:*Gemm*:*Attention*:Session*
+sanitize: setup
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS) --target peregrine_unit_tests peregrine
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/peregrine_unit_tests --gtest_brief=1
+	ASAN_OPTIONS=detect_leaks=1 python3 tests/robustness/run_corpus.py --peregrine build-asan/bin/peregrine
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j $(JOBS) --target peregrine_unit_tests
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/peregrine_unit_tests --gtest_brief=1 --gtest_filter='$(TSAN_TESTS)'
+
 demo: build
 	scripts/demo.sh $(PEREGRINE)
 
 clean:
-	rm -rf $(BUILD) build-wheel
+	rm -rf $(BUILD) build-wheel build-asan build-tsan build-fuzz

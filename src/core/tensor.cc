@@ -7,6 +7,7 @@
 
 #include "core/checked_math.h"
 #include "core/memory_budget.h"
+#include "core/status_error.h"
 
 namespace peregrine {
 
@@ -60,10 +61,7 @@ Expected<Tensor> Tensor::make(DType dtype, const Shape& shape) {
 
 Tensor Tensor::zeros(DType dtype, const Shape& shape) {
   auto t = make(dtype, shape);
-  if (!t.is_ok()) {
-    std::fprintf(stderr, "internal error: %s\n", t.status().message().c_str());
-    std::abort();
-  }
+  if (!t.is_ok()) throw StatusError(t.status());
   return std::move(t).value();
 }
 

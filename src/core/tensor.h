@@ -31,7 +31,8 @@ class Tensor {
 
   // Allocates zero-filled storage; fails if the byte size overflows or exceeds the limit.
   static Expected<Tensor> make(DType dtype, const Shape& shape);
-  // Like make() for callers whose shape is already validated (kernels); aborts on overflow.
+  // Like make() for callers that cannot return a Status (kernels' outputs): throws StatusError
+  // (core/status_error.h) where make() fails, which the executor turns into the node's error.
   static Tensor zeros(DType dtype, const Shape& shape);
   // A rank-0 or rank-1 tensor from values.
   template <typename T>

@@ -9,6 +9,7 @@
 
 #include "core/checked_math.h"
 #include "core/memory_budget.h"
+#include "core/status_error.h"
 #include "ir/verifier.h"
 #include "ops/op_schema.h"
 #include "runtime/type_inference.h"
@@ -466,7 +467,12 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
     }
 
     const auto start = Clock::now();
-    Status st = kernels_[i]->run(kctx);
+    Status st;
+    try {
+      st = kernels_[i]->run(kctx);
+    } catch (...) {
+      st = status_from_current_exception(node.describe());
+    }
     const auto end = Clock::now();
     if (!st.is_ok()) {
       // Kernel errors are about this node; make sure the message names it.

@@ -8,6 +8,7 @@
 #include "backends/cpu/kernel_table.h"
 #include "backends/reference/reference_backend.h"
 #include "core/memory_budget.h"
+#include "core/status_error.h"
 #include "importer/onnx/onnx_importer.h"
 #include "passes/assign_precision.h"
 #include "passes/pipelines.h"
@@ -72,24 +73,38 @@ Status check_precision(const SessionOptions& options, const std::vector<const Ba
   return Status::ok();
 }
 
+// The API boundary: `f()`'s result, or the Status of an exception it let out.
+template <typename F>
+auto guarded(const std::string& context, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    return status_from_current_exception(context);
+  }
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Session>> Session::load(const std::string& path,
                                                  const SessionOptions& options) {
-  PG_ASSIGN_OR_RETURN(ir::Model model, load_onnx_model(path));
-  return compile(std::move(model), options);
+  return guarded(path, [&]() -> Expected<std::unique_ptr<Session>> {
+    PG_ASSIGN_OR_RETURN(ir::Model model, load_onnx_model(path));
+    return compile(std::move(model), options);
+  });
 }
 
 Expected<std::unique_ptr<Session>> Session::load_from_bytes(const std::string& bytes,
                                                             const SessionOptions& options) {
-  // No folder: a model given as bytes may not name external data files.
-  PG_ASSIGN_OR_RETURN(ir::Model model, parse_onnx_model(bytes, "", "<model bytes>"));
-  return compile(std::move(model), options);
+  return guarded("<model bytes>", [&]() -> Expected<std::unique_ptr<Session>> {
+    // No folder: a model given as bytes may not name external data files.
+    PG_ASSIGN_OR_RETURN(ir::Model model, parse_onnx_model(bytes, "", "<model bytes>"));
+    return compile(std::move(model), options);
+  });
 }
 
 Expected<std::unique_ptr<Session>> Session::from_model(ir::Model&& model,
                                                        const SessionOptions& options) {
-  return compile(std::move(model), options);
+  return guarded("model", [&] { return compile(std::move(model), options); });
 }
 
 Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
@@ -177,7 +192,7 @@ Expected<std::vector<RuntimeValue>> Session::run_values(
     for (const auto& info : inputs_) known |= info.name == name;
     if (!known) return invalid_input("'" + name + "' is not an input of the model");
   }
-  return executor_->run(inputs, nullptr, timings);
+  return guarded("run", [&] { return executor_->run(inputs, nullptr, timings); });
 }
 
 Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
@@ -194,7 +209,8 @@ Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string,
 }
 
 Status Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
-  return executor_->run_into(inputs, outputs);  // checks dtypes and shapes itself
+  // The executor checks dtypes and shapes itself.
+  return guarded("run", [&] { return executor_->run_into(inputs, outputs); });
 }
 
 std::vector<NodeKernel> Session::node_kernels() const {

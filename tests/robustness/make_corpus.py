@@ -210,6 +210,15 @@ def cases(root):
     save(f"{root}/broadcast_mismatch", model_of(g))
     yield "broadcast_mismatch", 2, r"node 'add_0' \(Add\).*cannot be broadcast", []
 
+    # A shape only the run reveals, past the tensor limit: an error of the node, never an abort.
+    big = numpy_helper.from_array(np.array([1 << 40], np.int64), "big")
+    g = tiny_graph(nodes=[helper.make_node("Add", ["n", "big"], ["shape"], name="add_n"),
+                          helper.make_node("ConstantOfShape", ["shape"], ["z"], name="fill_huge")],
+                   inits=[big], inputs=[helper.make_tensor_value_info("n", TensorProto.INT64, [1])],
+                   outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/runtime_huge_tensor", model_of(g))
+    yield "runtime_huge_tensor", 2, r"node 'fill_huge' \(ConstantOfShape\).*(tensor (size )?limit|memory)", []
+
     # Nesting bomb: a graph attribute inside a graph attribute ... past protobuf's recursion limit.
     save(f"{root}/protobuf_nesting", nesting_bomb(400))
     yield "protobuf_nesting", 2, r"(nested deeper|not a valid ONNX protobuf)", []

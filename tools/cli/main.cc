@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli_common.h"
+#include "core/status_error.h"
 
 namespace {
 
@@ -24,6 +25,21 @@ const char kUsage[] =
     "  quantize MODEL  calibrate and write an int8 QDQ model (-o OUT.onnx)\n\n"
     "'peregrine <command> --help' describes a command's options.\n"
     "exit codes: 0 ok, 2 bad model or bad input, 1 internal error\n";
+
+// The command's exit code, or -1 for an unknown command.
+int run_command(const std::string& cmd, int n, char** args) {
+  if (cmd == "run") return peregrine::cli::cmd_run(n, args);
+  if (cmd == "inspect") return peregrine::cli::cmd_inspect(n, args);
+  if (cmd == "bench") return peregrine::cli::cmd_bench(n, args);
+  if (cmd == "profile") return peregrine::cli::cmd_profile(n, args);
+  if (cmd == "machine") return peregrine::cli::cmd_machine(n, args);
+  if (cmd == "runs") return peregrine::cli::cmd_runs(n, args);
+  if (cmd == "compare") return peregrine::cli::cmd_compare(n, args);
+  if (cmd == "compare-precision") return peregrine::cli::cmd_compare_precision(n, args);
+  if (cmd == "compile") return peregrine::cli::cmd_compile(n, args);
+  if (cmd == "quantize") return peregrine::cli::cmd_quantize(n, args);
+  return -1;
+}
 
 }  // namespace
 
@@ -45,16 +61,14 @@ int main(int argc, char** argv) {
   rest.push_back(nullptr);
   const int n = static_cast<int>(expanded.size());
   char** args = rest.data();
-  if (cmd == "run") return peregrine::cli::cmd_run(n, args);
-  if (cmd == "inspect") return peregrine::cli::cmd_inspect(n, args);
-  if (cmd == "bench") return peregrine::cli::cmd_bench(n, args);
-  if (cmd == "profile") return peregrine::cli::cmd_profile(n, args);
-  if (cmd == "machine") return peregrine::cli::cmd_machine(n, args);
-  if (cmd == "runs") return peregrine::cli::cmd_runs(n, args);
-  if (cmd == "compare") return peregrine::cli::cmd_compare(n, args);
-  if (cmd == "compare-precision") return peregrine::cli::cmd_compare_precision(n, args);
-  if (cmd == "compile") return peregrine::cli::cmd_compile(n, args);
-  if (cmd == "quantize") return peregrine::cli::cmd_quantize(n, args);
+  // No exception leaves a command: whatever the library let out is reported like any error.
+  try {
+    if (const int code = run_command(cmd, n, args); code >= 0) return code;
+  } catch (...) {
+    const peregrine::Status st = peregrine::status_from_current_exception(cmd);
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return st.exit_code();
+  }
   std::fprintf(stderr, "error: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }
