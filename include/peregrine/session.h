@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -113,9 +114,17 @@ class Session {
  private:
   Session() = default;
   static Expected<std::unique_ptr<Session>> compile(ir::Model model, const SessionOptions& options);
+  // An executor no run is using (a replica of executor_ when every one is busy), and its return.
+  Expected<GraphExecutor*> acquire_executor();
+  void release_executor(GraphExecutor* executor);
   SessionOptions options_;
   std::unique_ptr<ir::Model> model_;
   std::unique_ptr<GraphExecutor> executor_;
+  // Concurrent runs: replicas of executor_ (shared kernels, own activation arenas), made on
+  // demand and kept; idle_ holds the executors no run is using.
+  std::mutex executors_mutex_;
+  std::vector<std::unique_ptr<GraphExecutor>> replicas_;
+  std::vector<GraphExecutor*> idle_;
   std::vector<IoInfo> inputs_, outputs_;
 };
 

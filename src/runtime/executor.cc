@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "core/checked_math.h"
 #include "core/memory_budget.h"
@@ -40,7 +41,6 @@ struct GraphExecutor::Step {
   std::vector<const planner::PlannedValue*> planned;  // per output, null when not planned
   std::vector<int> graph_output;         // per output: index in graph outputs, or -1
   bool static_types = false;             // output types fixed at load time: skip inference
-  std::unique_ptr<KernelContext> ctx;    // reused across runs
 };
 
 const RuntimeValue* Scope::find(const std::string& name) const {
@@ -56,6 +56,64 @@ GraphExecutor::GraphExecutor(const ir::Graph& graph, int num_threads)
     : graph_(graph), num_threads_(num_threads) {}
 
 GraphExecutor::~GraphExecutor() { std::free(arena_); }
+
+std::unique_ptr<KernelContext> GraphExecutor::make_context(size_t i) {
+  const ir::Node& n = *graph_.nodes[i];
+  std::vector<ir::ValueType> out_types(n.outputs.size());
+  if (steps_[i].static_types) {
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (const ir::Value* v = n.outputs[k].empty() ? nullptr : graph_.find_value(n.outputs[k]))
+        out_types[k] = v->type;
+  }
+  return std::make_unique<KernelContext>(
+      n, std::vector<const RuntimeValue*>(n.inputs.size(), nullptr), std::move(out_types),
+      [this](const ir::Graph& g, const std::vector<RuntimeValue>& sub_inputs) {
+        return run_subgraph(g, sub_inputs, &scope_);
+      },
+      num_threads_);
+}
+
+Status GraphExecutor::init_run_state() {
+  slots_.assign(slot_of_.size(), RuntimeValue());
+  for (const auto& [name, v] : graph_.values)
+    if (v.initializer) slots_[static_cast<size_t>(slot_of_.at(name))] = RuntimeValue::of(*v.initializer);
+  if (plan_ && plan_->arena_bytes > 0) {
+    arena_size_ = static_cast<size_t>(plan_->arena_bytes);
+    arena_ = static_cast<uint8_t*>(std::aligned_alloc(planner::kArenaAlignment, arena_size_));
+    if (!arena_)
+      return invalid_model("out of memory allocating a " + format_bytes(plan_->arena_bytes) +
+                           " activation arena");
+  }
+  // Planned slots hold their arena views from the start, so runs never rebuild them.
+  if (plan_)
+    for (const auto& [name, pv] : plan_->values)
+      slots_[static_cast<size_t>(slot_of_.at(name))] =
+          RuntimeValue::of(Tensor::view(pv.dtype, pv.dims, arena_ + pv.offset));
+  contexts_.clear();
+  for (size_t i = 0; i < steps_.size(); ++i) contexts_.push_back(make_context(i));
+  output_views_.assign(graph_.outputs.size(), Tensor());
+  recycled_outputs_.assign(graph_.outputs.size(), Tensor());
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::replicate() const {
+  std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph_, num_threads_));
+  ex->backends_ = backends_;
+  ex->kernels_ = kernels_;
+  ex->kernel_mutexes_ = kernel_mutexes_;
+  ex->steps_ = steps_;
+  ex->slot_of_ = slot_of_;
+  ex->input_slots_ = input_slots_;
+  ex->output_slots_ = output_slots_;
+  ex->initializer_slot_ = initializer_slot_;
+  ex->plan_ = plan_;
+  for (const auto& [g, sub] : subgraph_executors_) {
+    PG_ASSIGN_OR_RETURN(auto copy, sub->replicate());
+    ex->subgraph_executors_.emplace(g, std::move(copy));
+  }
+  PG_RETURN_IF_ERROR(ex->init_run_state());
+  return ex;
+}
 
 namespace {
 
@@ -94,6 +152,7 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
                                                                int64_t memory_budget) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
+  auto kernels = std::make_shared<std::vector<std::unique_ptr<PreparedKernel>>>();
   const SchemaRegistry& schemas = SchemaRegistry::global();
   // Per initializer: readers not yet prepared, and whether all prepared ones packed it.
   std::map<std::string, std::pair<int, bool>> weight_readers;
@@ -148,7 +207,7 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
         w = Tensor::view(w->dtype(), w->shape(), nullptr);
       }
     }
-    ex->kernels_.push_back(std::move(kernel));
+    kernels->push_back(std::move(kernel));
     // Subgraphs are planned now too, so an unsupported op anywhere fails at load time.
     for (const ir::Graph* sg : subgraphs_of(*node)) {
       auto sub = create(*sg, backends, num_threads);
@@ -157,19 +216,20 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
     }
   }
 
+  ex->kernels_ = std::move(kernels);
+  ex->kernel_mutexes_ = std::make_shared<std::vector<std::mutex>>(graph.nodes.size());
+
   // Slots: graph inputs, initializers, then node outputs; everything else is an outer name.
   auto slot = [&](const std::string& name) {
-    auto [it, added] = ex->slot_of_.emplace(name, static_cast<int>(ex->slots_.size()));
-    if (added) ex->slots_.emplace_back();
-    return it->second;
+    return ex->slot_of_.emplace(name, static_cast<int>(ex->slot_of_.size())).first->second;
   };
   for (const auto& name : graph.inputs) ex->input_slots_.push_back(slot(name));
   for (const auto& [name, v] : graph.values)
-    if (v.initializer) ex->slots_[slot(name)] = RuntimeValue::of(*v.initializer);
+    if (v.initializer) slot(name);
   for (const auto& n : graph.nodes)
     for (const auto& o : n->outputs)
       if (!o.empty()) slot(o);
-  ex->initializer_slot_.assign(ex->slots_.size(), 0);
+  ex->initializer_slot_.assign(ex->slot_of_.size(), 0);
   for (const auto& [name, v] : graph.values)
     if (v.initializer && !std::count(graph.inputs.begin(), graph.inputs.end(), name))
       ex->initializer_slot_[ex->slot_of_[name]] = 1;
@@ -184,25 +244,13 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
     static_inputs &= v && v->type.is_static();
   }
   if (plan_memory) {
-    ex->plan_ = std::make_unique<planner::MemoryPlan>(planner::plan_memory(graph));
+    ex->plan_ = std::make_shared<planner::MemoryPlan>(planner::plan_memory(graph));
     if (memory_budget > 0) PG_RETURN_IF_ERROR(check_memory_budget(graph, *ex->plan_, memory_budget));
-    if (ex->plan_->arena_bytes > 0) {
-      ex->arena_size_ = static_cast<size_t>(ex->plan_->arena_bytes);
-      ex->arena_ = static_cast<uint8_t*>(std::aligned_alloc(planner::kArenaAlignment,
-                                                            ex->arena_size_));
-      if (!ex->arena_)
-        return internal_error("out of memory allocating a " + std::to_string(ex->arena_size_) +
-                              "-byte activation arena");
-    }
-    // Planned slots hold their arena views from the start, so runs never rebuild them.
-    for (const auto& [name, pv] : ex->plan_->values)
-      ex->slots_[ex->slot_of_[name]] =
-          RuntimeValue::of(Tensor::view(pv.dtype, pv.dims, ex->arena_ + pv.offset));
   }
 
   // Liveness: release each unplanned local value after its last reader (graph outputs
   // never); a value nobody reads goes right after its producer.
-  std::vector<int> last_use(ex->slots_.size(), -1);
+  std::vector<int> last_use(ex->slot_of_.size(), -1);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = *graph.nodes[i];
     auto read = [&](const std::string& name) {
@@ -231,13 +279,11 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
                             : it == ex->slot_of_.end() ? kOuterInput : it->second);
     }
     bool static_types = static_inputs && subgraphs_of(n).empty();
-    std::vector<ir::ValueType> out_types(n.outputs.size());
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const std::string& o = n.outputs[k];
       const ir::Value* v = o.empty() ? nullptr : graph.find_value(o);
       // An unnamed output has no load-time type, yet a kernel may still fill it.
       static_types &= v && v->type.is_static();
-      if (v) out_types[k] = v->type;
       st.out_slots.push_back(o.empty() ? -1 : ex->slot_of_[o]);
       const planner::PlannedValue* pv = nullptr;
       if (ex->plan_ && ex->plan_->values.count(o)) pv = &ex->plan_->values.at(o);
@@ -254,24 +300,15 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
       static_types &= in.empty() || (v && v->type.is_static());
     }
     st.static_types = static_types;
-    GraphExecutor* self = ex.get();
-    st.ctx = std::make_unique<KernelContext>(
-        n, std::vector<const RuntimeValue*>(n.inputs.size(), nullptr),
-        static_types ? std::move(out_types) : std::vector<ir::ValueType>(n.outputs.size()),
-        [self](const ir::Graph& g, const std::vector<RuntimeValue>& sub_inputs) {
-          return self->run_subgraph(g, sub_inputs, &self->scope_);
-        },
-        num_threads);
   }
-  ex->output_views_.resize(graph.outputs.size());
-  ex->recycled_outputs_.resize(graph.outputs.size());
+  PG_RETURN_IF_ERROR(ex->init_run_state());
   return ex;
 }
 
 std::vector<std::string> GraphExecutor::kernel_names() const {
   std::vector<std::string> names;
-  names.reserve(kernels_.size());
-  for (const auto& k : kernels_) names.push_back(k->name());
+  names.reserve(kernels_->size());
+  for (const auto& k : *kernels_) names.push_back(k->name());
   return names;
 }
 
@@ -331,6 +368,7 @@ Expected<std::vector<RuntimeValue>> GraphExecutor::run(
   Status st = execute(outer, timings, nullptr);
   std::vector<RuntimeValue> outputs;
   recycled_outputs_.assign(graph_.outputs.size(), Tensor());
+  recycled_for_ = std::this_thread::get_id();
   for (size_t j = 0; st.is_ok() && j < graph_.outputs.size(); ++j) {
     const RuntimeValue* v = output_slots_[j] >= 0
                                 ? &slots_[static_cast<size_t>(output_slots_[j])]
@@ -412,7 +450,7 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const ir::Node& node = *graph_.nodes[i];
     Step& step = steps_[i];
-    KernelContext& kctx = *step.ctx;
+    KernelContext& kctx = *contexts_[i];
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const int s = step.in_slots[k];
       const RuntimeValue* v = s >= 0 ? &slots_[static_cast<size_t>(s)]
@@ -457,10 +495,13 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
       } else if (step.graph_output[k] >= 0) {
         // Last run's storage of this graph output, if the caller has released it and this
         // run's inferred type is static and the same.
+        // Only for the thread that was given it: that thread's release of it happened before
+        // this run (another thread's drop of its reference would not order its reads before
+        // our writes).
         Tensor& last = recycled_outputs_[static_cast<size_t>(step.graph_output[k])];
         const ir::ValueType& type = kctx.output_type(k);
-        if (last.sole_owner() && type.is_static() && last.dtype() == type.dtype &&
-            last.shape() == type.dims)
+        if (recycled_for_ == std::this_thread::get_id() && last.sole_owner() && type.is_static() &&
+            last.dtype() == type.dtype && last.shape() == type.dims)
           kctx.bind_output(k, std::move(last), /*zero_fill=*/true);
         last = Tensor();
       }
@@ -468,10 +509,15 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
 
     const auto start = Clock::now();
     Status st;
-    try {
-      st = kernels_[i]->run(kctx);
-    } catch (...) {
-      st = status_from_current_exception(node.describe());
+    {
+      // Executors replicated for concurrent runs share this node's kernel: one run in it at a
+      // time (kernels keep per-node state, e.g. shape-dependent plans).
+      std::lock_guard<std::mutex> kernel_lock((*kernel_mutexes_)[i]);
+      try {
+        st = (*kernels_)[i]->run(kctx);
+      } catch (...) {
+        st = status_from_current_exception(node.describe());
+      }
     }
     const auto end = Clock::now();
     if (!st.is_ok()) {
@@ -484,8 +530,8 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
       timings->push_back({&node, std::chrono::duration<double, std::micro>(start - t0).count(),
                           std::chrono::duration<double, std::micro>(end - start).count(),
                           kctx.reference_fallback() ? "reference (fallback of " +
-                                                          kernels_[i]->name() + ")"
-                                                    : kernels_[i]->name()});
+                                                          (*kernels_)[i]->name() + ")"
+                                                    : (*kernels_)[i]->name()});
     }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty()) continue;

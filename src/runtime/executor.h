@@ -10,13 +10,17 @@
 // without touching the heap (run_into). Invariants kept after every step: a planned value
 // lives in its own block (copied there if a kernel returned other arena memory), and no
 // unplanned value (graph outputs included) points into the arena (cloned out).
-// One run at a time per executor: run() and run_into() serialize on a mutex.
+// One run at a time per executor: run() and run_into() serialize on a mutex. For concurrent
+// runs, replicate() makes executors that share the prepared kernels (packed weights) and the
+// plan, each with its own run state (slots, kernel contexts, arena); a node's kernel runs for
+// one executor at a time (a mutex per node), so concurrent runs pipeline through the graph.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backend.h"
@@ -71,6 +75,10 @@ class GraphExecutor {
   // inputs and outputs.
   Status run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
+  // Another executor of the same graph for a concurrent caller: kernels and plan shared, run
+  // state (slots, contexts, activation arena, subgraph executors) its own.
+  Expected<std::unique_ptr<GraphExecutor>> replicate() const;
+
   const ir::Graph& graph() const { return graph_; }
   // Per node, the name of the kernel that runs it (PreparedKernel::name(): a kernel whose
   // algorithm depends on the input shapes names the one its last run took).
@@ -89,13 +97,19 @@ class GraphExecutor {
                  std::vector<Tensor>* out_buffers);
   Status check_static_inputs(bool always) const;
   bool in_arena(const void* p) const;
+  // Slots, kernel contexts and the arena for runs (after create() or replicate() set the rest).
+  Status init_run_state();
+  std::unique_ptr<KernelContext> make_context(size_t node);
   void detach_from_arena(RuntimeValue& v) const;
 
   const ir::Graph& graph_;
   int num_threads_;
   std::vector<const Backend*> backends_;
-  std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // one per node
-  std::vector<Step> steps_;                               // one per node
+  // One per node, shared with replicas, with a mutex each.
+  std::shared_ptr<std::vector<std::unique_ptr<PreparedKernel>>> kernels_;
+  std::shared_ptr<std::vector<std::mutex>> kernel_mutexes_;
+  std::vector<Step> steps_;                                      // one per node
+  std::vector<std::unique_ptr<KernelContext>> contexts_;         // one per node, reused
   std::map<std::string, int> slot_of_;  // this graph's inputs, initializers, node outputs
   std::vector<RuntimeValue> slots_;
   std::vector<int> input_slots_, output_slots_;
@@ -106,7 +120,8 @@ class GraphExecutor {
   // output storage: fresh storage costs a page fault per 4 KiB and a zero fill on every run
   // (a 4.8 MB output: 1.8 ms, more than its conv).
   std::vector<Tensor> recycled_outputs_;
-  std::unique_ptr<planner::MemoryPlan> plan_;
+  std::thread::id recycled_for_;  // the thread the last run's outputs went to
+  std::shared_ptr<const planner::MemoryPlan> plan_;
   uint8_t* arena_ = nullptr;
   size_t arena_size_ = 0;
   Scope scope_;  // the current run's scope (subgraphs see it through the runner)

@@ -1,6 +1,7 @@
 #include "peregrine/session.h"
 
 #include <cstdlib>
+#include <functional>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_features.h"
@@ -72,6 +73,9 @@ Status check_precision(const SessionOptions& options, const std::vector<const Ba
     return unsupported("precision bf16 is not available here: " + cpu::bf16_unavailable_reason());
   return Status::ok();
 }
+
+// An executor taken for one run, given back however the run ends.
+using ExecutorLease = std::unique_ptr<GraphExecutor, std::function<void(GraphExecutor*)>>;
 
 // The API boundary: `f()`'s result, or the Status of an exception it let out.
 template <typename F>
@@ -155,6 +159,7 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
       options.memory_limit_bytes == 0 ? default_memory_budget() : options.memory_limit_bytes;
   PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,
                                                           options.memory_plan, &g, budget));
+  s->idle_.push_back(s->executor_.get());
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
   for (const auto& n : g.outputs) {
     IoInfo info = io_info(g, n);
@@ -192,7 +197,28 @@ Expected<std::vector<RuntimeValue>> Session::run_values(
     for (const auto& info : inputs_) known |= info.name == name;
     if (!known) return invalid_input("'" + name + "' is not an input of the model");
   }
-  return guarded("run", [&] { return executor_->run(inputs, nullptr, timings); });
+  return guarded("run", [&]() -> Expected<std::vector<RuntimeValue>> {
+    PG_ASSIGN_OR_RETURN(GraphExecutor * executor, acquire_executor());
+    const ExecutorLease lease(executor, [this](GraphExecutor* e) { release_executor(e); });
+    return executor->run(inputs, nullptr, timings);
+  });
+}
+
+Expected<GraphExecutor*> Session::acquire_executor() {
+  std::lock_guard<std::mutex> lock(executors_mutex_);
+  if (idle_.empty()) {
+    PG_ASSIGN_OR_RETURN(auto replica, executor_->replicate());
+    replicas_.push_back(std::move(replica));
+    return replicas_.back().get();
+  }
+  GraphExecutor* executor = idle_.back();
+  idle_.pop_back();
+  return executor;
+}
+
+void Session::release_executor(GraphExecutor* executor) {
+  std::lock_guard<std::mutex> lock(executors_mutex_);
+  idle_.push_back(executor);
 }
 
 Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
@@ -210,7 +236,11 @@ Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string,
 
 Status Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   // The executor checks dtypes and shapes itself.
-  return guarded("run", [&] { return executor_->run_into(inputs, outputs); });
+  return guarded("run", [&]() -> Status {
+    PG_ASSIGN_OR_RETURN(GraphExecutor * executor, acquire_executor());
+    const ExecutorLease lease(executor, [this](GraphExecutor* e) { release_executor(e); });
+    return executor->run_into(inputs, outputs);
+  });
 }
 
 std::vector<NodeKernel> Session::node_kernels() const {
