@@ -83,13 +83,19 @@ Expected<Tensor> parse_npy(const std::string& bytes, const std::string& name) {
     if (d < 0) return bad("negative dim in shape");
     shape.push_back(d);
   }
+  // The data's length is checked against the shape before anything is allocated: the header
+  // may claim any size.
+  const std::optional<int64_t> count = checked_product(shape);
+  const std::optional<int64_t> need =
+      count ? checked_mul(*count, static_cast<int64_t>(dtype_size(dtype))) : std::nullopt;
+  if (!need) return bad("shape " + shape_to_string(shape) + " overflows");
+  const size_t data_start = header_start + header_len;
+  if (static_cast<int64_t>(bytes.size() - data_start) != *need)
+    return bad("data has " + std::to_string(bytes.size() - data_start) + " bytes, shape " +
+               shape_to_string(shape) + " needs " + std::to_string(*need));
   auto made = Tensor::make(dtype, shape);
   if (!made.is_ok()) return bad(made.status().message());
   Tensor t = std::move(made).value();
-  size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start != t.nbytes())
-    return bad("data has " + std::to_string(bytes.size() - data_start) + " bytes, shape " +
-               shape_to_string(shape) + " needs " + std::to_string(t.nbytes()));
   if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + data_start, t.nbytes());
   return t;
 }

@@ -536,11 +536,14 @@ struct Json {
   double number = 0;
   std::string string;
   std::vector<Json> array;
-  std::vector<std::pair<std::string, Json>> object;
+  // An object's members: keys[i] names values[i] (clang refuses a vector of pairs holding Json
+  // inside Json's own definition, where Json is still incomplete).
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 
   const Json* get(const std::string& key) const {
-    for (const auto& [k, v] : object)
-      if (k == key) return &v;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
 };
@@ -590,7 +593,8 @@ class JsonReader {
         if (!consume(':')) return fail("expected ':'");
         Json value;
         PG_RETURN_IF_ERROR(parse_value(&value, depth + 1));
-        out->object.emplace_back(std::move(key.string), std::move(value));
+        out->keys.push_back(std::move(key.string));
+        out->values.push_back(std::move(value));
       } while (consume(','));
       if (!consume('}')) return fail("expected '}'");
       return Status::ok();
@@ -691,7 +695,9 @@ Status read_number_array(const Json& v, const std::string& what, std::vector<dou
 Status read_number_map(const Json* v, const std::string& what, std::map<std::string, double>* out) {
   if (!v) return Status::ok();  // optional
   if (v->type != Json::Type::kObject) return invalid_input(what + " is not an object");
-  for (const auto& [k, x] : v->object) {
+  for (size_t i = 0; i < v->keys.size(); ++i) {
+    const std::string& k = v->keys[i];
+    const Json& x = v->values[i];
     if (x.type != Json::Type::kNumber) return invalid_input(what + "." + k + " is not a number");
     (*out)[k] = x.number;
   }
@@ -701,7 +707,9 @@ Status read_number_map(const Json* v, const std::string& what, std::map<std::str
 Status read_array_map(const Json* v, const std::string& what,
                       std::map<std::string, std::vector<double>>* out) {
   if (!v || v->type != Json::Type::kObject) return invalid_input(what + " is missing or not an object");
-  for (const auto& [k, x] : v->object) PG_RETURN_IF_ERROR(read_number_array(x, what + "." + k, &(*out)[k]));
+  for (size_t i = 0; i < v->keys.size(); ++i)
+    PG_RETURN_IF_ERROR(
+        read_number_array(v->values[i], what + "." + v->keys[i], &(*out)[v->keys[i]]));
   return Status::ok();
 }
 

@@ -337,6 +337,19 @@ TEST(CpuResizeLinear, CoordinateModesUpAndDownMatchReference) {
   }
 }
 
+// Found by fuzz_pipeline: sizes with a zero dim give an empty output (the reference kernel
+// indexed an empty buffer).
+TEST(CpuResizeLinear, ZeroSizedOutputIsEmpty) {
+  Tensor sizes = Tensor::from_vector<int64_t>({1, 3, 0, 5}, {4});
+  OneNodeGraph g("Resize", {{"X", random_tensor({1, 3, 4, 4}, 3)}, {"", Tensor()}, {"", Tensor()},
+                            {"sizes", sizes}},
+                 {false, true, true, false}, {string_attr("mode", "linear")}, "", 18);
+  Tensor want = g.run(reference_backend(), 1, nullptr);
+  EXPECT_EQ(want.shape(), (Shape{1, 3, 0, 5}));
+  Tensor got = g.run(cpu_backend(), 1, nullptr);
+  EXPECT_EQ(got.shape(), (Shape{1, 3, 0, 5}));
+}
+
 TEST(CpuMatMul, BatchBroadcastResidualRunsOnTheGemm) {
   // Swin's attention scores: (B, H, S, D) x (B, H, D, S) + bias (1, H, S, S).
   OneNodeGraph g("FusedMatMul",

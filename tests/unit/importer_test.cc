@@ -105,6 +105,21 @@ TEST(Importer, RawDataLengthMustMatchDims) {
   EXPECT_EQ(model.status().exit_code(), 2);
 }
 
+// Found by fuzz_tensor_proto: dims of billions of elements with a few typed values are refused
+// by the count check, before a tensor that size is allocated (an 11 GB allocation before).
+TEST(Importer, TypedDataCountIsCheckedBeforeAllocating) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(50000);
+  t.add_dims(60000);
+  t.add_float_data(1.0f);
+  auto got = tensor_from_proto(t, "");
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_NE(got.status().message().find("float_data has 1 values"), std::string::npos)
+      << got.status().message();
+}
+
 TEST(Importer, ExternalDataInsideFolderLoads) {
   TempDir dir;
   std::vector<float> values{1, 2, 3, 4};

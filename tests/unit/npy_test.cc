@@ -68,6 +68,15 @@ TEST(Npy, RejectsBigEndianFortranAndShortData) {
   EXPECT_NE(short_data.status().message().find("needs 16"), std::string::npos);
 }
 
+// Found by fuzz_npy: a header that claims a shape of terabytes over a few bytes of data is
+// refused by the length check, before anything that size is allocated.
+TEST(Npy, HugeShapeOverShortDataIsRefusedBeforeAllocating) {
+  std::string huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000, 1000), }\n";
+  auto t = parse_npy(npy_bytes(1, huge, std::string(8, '\0')), "huge.npy");
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_NE(t.status().message().find("data has 8 bytes"), std::string::npos) << t.status().message();
+}
+
 TEST(Npy, ScalarRoundTrip) {
   Tensor t = Tensor::scalar<double>(2.5);
   auto back = parse_npy(serialize_npy(t), "scalar");

@@ -166,7 +166,7 @@ void resample_axis(const ResizeSettings& s, std::vector<double>& data, Shape& di
   std::vector<double> out(static_cast<size_t>(outer * out_len * inner));
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t x = 0; x < out_len; ++x) {
-      double* dst = &out[static_cast<size_t>((o * out_len + x) * inner)];
+      double* dst = out.data() + (o * out_len + x) * inner;  // inner may be 0: out empty
       if (!inside[static_cast<size_t>(x)]) {
         std::fill(dst, dst + inner, s.extrapolation_value);
         continue;
@@ -174,7 +174,7 @@ void resample_axis(const ResizeSettings& s, std::vector<double>& data, Shape& di
       for (int64_t i = 0; i < inner; ++i) dst[i] = 0;
       for (const Tap& t : taps[static_cast<size_t>(x)]) {
         if (t.weight == 0) continue;
-        const double* src = &data[static_cast<size_t>((o * in_len + t.index) * inner)];
+        const double* src = data.data() + (o * in_len + t.index) * inner;
         for (int64_t i = 0; i < inner; ++i) dst[i] += t.weight * src[i];
       }
     }

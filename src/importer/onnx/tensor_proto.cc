@@ -106,6 +106,32 @@ Status check_count(const onnx::TensorProto& p, const Field& field, int64_t expec
   return Status::ok();
 }
 
+// The typed field holding a tensor of `dtype` and the count it must have for n elements.
+Status check_typed_count(const onnx::TensorProto& p, DType dtype, int64_t n) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return check_count(p, p.float_data(), n, "float_data");
+    case DType::kComplex64:
+      return check_count(p, p.float_data(), 2 * n, "float_data");
+    case DType::kFloat64:
+      return check_count(p, p.double_data(), n, "double_data");
+    case DType::kComplex128:
+      return check_count(p, p.double_data(), 2 * n, "double_data");
+    case DType::kInt64:
+      return check_count(p, p.int64_data(), n, "int64_data");
+    case DType::kUInt32:
+    case DType::kUInt64:
+      return check_count(p, p.uint64_data(), n, "uint64_data");
+    case DType::kInt4:
+    case DType::kUInt4:
+      return check_count(p, p.int32_data(), (n + 1) / 2, "int32_data");
+    case DType::kString:
+      return check_count(p, p.string_data(), n, "string_data");
+    default:  // int8/16/32, uint8/16, bool, float16, bfloat16, float8: one int32 each
+      return check_count(p, p.int32_data(), n, "int32_data");
+  }
+}
+
 }  // namespace
 
 Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& model_dir) {
@@ -117,32 +143,46 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) return invalid_model(tensor_label(p) + ": negative dim " + std::to_string(d));
-  auto made = Tensor::make(dtype, shape);
-  if (!made.is_ok()) return made.status().with_context(tensor_label(p));
-  Tensor t = std::move(made).value();
-  const int64_t n = t.numel();
+  const std::optional<int64_t> count = checked_product(shape);
+  const std::optional<int64_t> bytes =
+      count ? checked_mul(*count, static_cast<int64_t>(std::max<size_t>(dtype_size(dtype), 1)))
+            : std::nullopt;
+  if (!bytes)
+    return invalid_model(tensor_label(p) + ": dims " + shape_to_string(shape) + " overflow");
+  const int64_t n = *count;
   const bool four_bit = dtype == DType::kInt4 || dtype == DType::kUInt4;
-  const bool is_complex = dtype == DType::kComplex64 || dtype == DType::kComplex128;
-  int64_t stored_bytes = four_bit ? (n + 1) / 2 : static_cast<int64_t>(t.nbytes());
-
+  const int64_t stored_bytes = four_bit ? (n + 1) / 2 : *bytes;
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
-  if (dtype == DType::kString) {
-    if (external) return unsupported(tensor_label(p) + ": external string data is not supported");
-    PG_RETURN_IF_ERROR(check_count(p, p.string_data(), n, "string_data"));
-    for (int64_t i = 0; i < n; ++i) t.strings()[i] = p.string_data(static_cast<int>(i));
-    return t;
+  if (dtype == DType::kString && external)
+    return unsupported(tensor_label(p) + ": external string data is not supported");
+
+  // The data the proto holds is checked against the dims before the tensor is allocated: the
+  // dims alone may claim any size.
+  std::string ext;
+  const std::string* raw = nullptr;
+  if (dtype != DType::kString && external) {
+    PG_ASSIGN_OR_RETURN(ext, read_external(p, model_dir, stored_bytes));
+    raw = &ext;
+  } else if (dtype != DType::kString && p.has_raw_data()) {
+    raw = &p.raw_data();
   }
-  if (external || p.has_raw_data()) {
-    std::string ext;
-    const std::string* raw = &p.raw_data();
-    if (external) {
-      PG_ASSIGN_OR_RETURN(ext, read_external(p, model_dir, stored_bytes));
-      raw = &ext;
-    }
+  if (raw) {
     if (static_cast<int64_t>(raw->size()) != stored_bytes)
       return invalid_model(tensor_label(p) + ": raw_data has " + std::to_string(raw->size()) +
                            " bytes, dims " + shape_to_string(shape) + " of " +
                            std::string(dtype_name(dtype)) + " need " + std::to_string(stored_bytes));
+  } else {
+    PG_RETURN_IF_ERROR(check_typed_count(p, dtype, n));
+  }
+  auto made = Tensor::make(dtype, shape);
+  if (!made.is_ok()) return made.status().with_context(tensor_label(p));
+  Tensor t = std::move(made).value();
+
+  if (dtype == DType::kString) {
+    for (int64_t i = 0; i < n; ++i) t.strings()[i] = p.string_data(static_cast<int>(i));
+    return t;
+  }
+  if (raw) {
     if (four_bit) {
       unpack_4bit(reinterpret_cast<const uint8_t*>(raw->data()), n, dtype == DType::kInt4,
                   t.data<uint8_t>());
@@ -151,46 +191,32 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
     }
     return t;
   }
-  // Typed fields.
+  // Typed fields (their counts checked above).
   switch (dtype) {
     case DType::kFloat32:
-      PG_RETURN_IF_ERROR(check_count(p, p.float_data(), n, "float_data"));
-      std::copy(p.float_data().begin(), p.float_data().end(), t.data<float>());
-      break;
     case DType::kComplex64:
-      PG_RETURN_IF_ERROR(check_count(p, p.float_data(), 2 * n, "float_data"));
       std::copy(p.float_data().begin(), p.float_data().end(), t.data<float>());
       break;
     case DType::kFloat64:
-      PG_RETURN_IF_ERROR(check_count(p, p.double_data(), n, "double_data"));
-      std::copy(p.double_data().begin(), p.double_data().end(), t.data<double>());
-      break;
     case DType::kComplex128:
-      PG_RETURN_IF_ERROR(check_count(p, p.double_data(), 2 * n, "double_data"));
       std::copy(p.double_data().begin(), p.double_data().end(), t.data<double>());
       break;
     case DType::kInt64:
-      PG_RETURN_IF_ERROR(check_count(p, p.int64_data(), n, "int64_data"));
       std::copy(p.int64_data().begin(), p.int64_data().end(), t.data<int64_t>());
       break;
     case DType::kUInt32:
-      PG_RETURN_IF_ERROR(check_count(p, p.uint64_data(), n, "uint64_data"));
       for (int64_t i = 0; i < n; ++i) t.data<uint32_t>()[i] = static_cast<uint32_t>(p.uint64_data(i));
       break;
     case DType::kUInt64:
-      PG_RETURN_IF_ERROR(check_count(p, p.uint64_data(), n, "uint64_data"));
       std::copy(p.uint64_data().begin(), p.uint64_data().end(), t.data<uint64_t>());
       break;
     case DType::kInt4:
     case DType::kUInt4: {
-      PG_RETURN_IF_ERROR(check_count(p, p.int32_data(), (n + 1) / 2, "int32_data"));
       std::vector<uint8_t> packed(p.int32_data().begin(), p.int32_data().end());
       unpack_4bit(packed.data(), n, dtype == DType::kInt4, t.data<uint8_t>());
       break;
     }
     default: {
-      // int8/16/32, uint8/16, bool, float16, bfloat16, float8: one int32 each.
-      PG_RETURN_IF_ERROR(check_count(p, p.int32_data(), n, "int32_data"));
       size_t sz = dtype_size(dtype);
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = p.int32_data(static_cast<int>(i));
@@ -199,7 +225,6 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
       break;
     }
   }
-  (void)is_complex;
   return t;
 }
 
