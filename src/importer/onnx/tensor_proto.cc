@@ -148,7 +148,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
       count ? checked_mul(*count, static_cast<int64_t>(std::max<size_t>(dtype_size(dtype), 1)))
             : std::nullopt;
   if (!bytes)
-    return invalid_model(tensor_label(p) + ": dims " + shape_to_string(shape) + " overflow");
+    return invalid_model(tensor_label(p) + ": shape " + shape_to_string(shape) + " overflows");
   const int64_t n = *count;
   const bool four_bit = dtype == DType::kInt4 || dtype == DType::kUInt4;
   const int64_t stored_bytes = four_bit ? (n + 1) / 2 : *bytes;
