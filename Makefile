@@ -1,5 +1,6 @@
 # make        build (Release) into build/
-# make test   set up, build, run unit tests, the malformed-model corpus and ONNX conformance
+# make test   set up, build, run unit tests, the malformed-model corpus and ONNX conformance,
+#             the lab and Python tests, and the sanitizer runs (make sanitize)
 # make demo   set up, build, generate a small model, inspect it, run it
 # make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 # make sanitize  unit tests and the malformed-model corpus under ASan + UBSan, threading under TSan
@@ -67,7 +68,7 @@ python-tests: build
 	$(PYTHON_VENV)/bin/pip install -q --disable-pip-version-check pytest==9.2.0 . -C build-dir=build-wheel
 	cd python/tests && ../../$(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 
-test: unit robustness conformance lab-tests python-tests
+test: unit robustness conformance lab-tests python-tests sanitize
 
 # Coverage-guided fuzzing (tests/fuzz/run_fuzz.sh): corpora and findings outside the checkout,
 # in ~/.cache/peregrine/fuzz. docs/RELIABILITY.md says what is fuzzed and how to replay a finding.
