@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/runtime_value.h"
+#include "core/status_error.h"
 #include "ir/attributes.h"
 #include "ir/graph.h"
 
@@ -46,8 +47,12 @@ class KernelContext {
     return i < inputs_.size() && inputs_[i] != nullptr && !inputs_[i]->is_none();
   }
   // Input i as a tensor (callers check has_input for optional inputs).
-  const Tensor& input(size_t i) const { return inputs_[i]->tensor; }
-  const RuntimeValue& input_value(size_t i) const { return *inputs_[i]; }
+  const Tensor& input(size_t i) const { return input_value(i).tensor; }
+  // A required input the node omits is the model's error, not a null read.
+  const RuntimeValue& input_value(size_t i) const {
+    if (i >= inputs_.size() || inputs_[i] == nullptr) throw_missing_input(node_.describe(), i);
+    return *inputs_[i];
+  }
   bool input_present_slot(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
 
   size_t num_outputs() const { return outputs_.size(); }

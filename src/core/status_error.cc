@@ -4,6 +4,13 @@
 
 namespace peregrine {
 
+void throw_status_error(Status status) { throw StatusError(std::move(status)); }
+
+void throw_missing_input(const std::string& node, size_t index) {
+  throw StatusError(
+      invalid_model(node + ": input " + std::to_string(index) + " is required but missing"));
+}
+
 Status status_from_current_exception(const std::string& context) {
   try {
     throw;

@@ -21,6 +21,12 @@ class StatusError : public std::exception {
   Status status_;
 };
 
+// Throws StatusError(status); out of line, so inline accessors stay small.
+[[noreturn]] void throw_status_error(Status status);
+// Throws the bad-model error of a node that omits required input `index` (`node`: its
+// describe()).
+[[noreturn]] void throw_missing_input(const std::string& node, size_t index);
+
 // The Status for the exception being handled (call inside a catch block), prefixed with
 // `context`: a StatusError's own Status; running out of memory is the model asking for more
 // than there is (a bad model, exit 2); anything else is a bug of ours (internal, exit 1).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/runtime_value.h"
+#include "core/status_error.h"
 #include "ir/attributes.h"
 #include "ir/graph.h"
 
@@ -31,7 +32,11 @@ class InferContext {
   size_t num_inputs() const { return input_types_.size(); }
   // Present: listed and not the empty name.
   bool has_input(size_t i) const { return i < input_types_.size() && input_types_[i] != nullptr; }
-  const ir::ValueType& input_type(size_t i) const { return *input_types_[i]; }
+  // A required input the node omits (an empty name) is the model's error, not a null read.
+  const ir::ValueType& input_type(size_t i) const {
+    if (!has_input(i)) throw_missing_input(node_.describe(), i);
+    return *input_types_[i];
+  }
   // The input's value when known now; nullptr otherwise.
   const Tensor* input_value(size_t i) const {
     return i < input_values_.size() ? input_values_[i] : nullptr;

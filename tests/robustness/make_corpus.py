@@ -210,6 +210,11 @@ def cases(root):
     save(f"{root}/broadcast_mismatch", model_of(g))
     yield "broadcast_mismatch", 2, r"node 'add_0' \(Add\).*cannot be broadcast", []
 
+    # Found by fuzz_pipeline: a required input left out (an empty name) read a null type.
+    g = tiny_graph(nodes=[helper.make_node("MatMul", ["", "y"], ["z"], name="matmul_no_a")])
+    save(f"{root}/required_input_missing", model_of(g))
+    yield "required_input_missing", 2, r"node 'matmul_no_a' \(MatMul\): input 0 is required but missing", []
+
     # A shape only the run reveals, past the tensor limit: an error of the node, never an abort.
     big = numpy_helper.from_array(np.array([1 << 40], np.int64), "big")
     g = tiny_graph(nodes=[helper.make_node("Add", ["n", "big"], ["shape"], name="add_n"),

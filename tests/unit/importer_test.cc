@@ -120,6 +120,16 @@ TEST(Importer, TypedDataCountIsCheckedBeforeAllocating) {
       << got.status().message();
 }
 
+// Found by fuzz_tensor_proto: the packed byte count of a 4-bit tensor with INT64_MAX elements
+// overflowed.
+TEST(Importer, FourBitElementCountAtTheLimitIsRefused) {
+  onnx::TensorProto t;
+  t.set_name("q");
+  t.set_data_type(onnx::TensorProto::INT4);
+  t.add_dims(INT64_MAX);
+  EXPECT_FALSE(tensor_from_proto(t, "").is_ok());
+}
+
 TEST(Importer, ExternalDataInsideFolderLoads) {
   TempDir dir;
   std::vector<float> values{1, 2, 3, 4};

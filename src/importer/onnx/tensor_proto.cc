@@ -124,7 +124,7 @@ Status check_typed_count(const onnx::TensorProto& p, DType dtype, int64_t n) {
       return check_count(p, p.uint64_data(), n, "uint64_data");
     case DType::kInt4:
     case DType::kUInt4:
-      return check_count(p, p.int32_data(), (n + 1) / 2, "int32_data");
+      return check_count(p, p.int32_data(), n / 2 + n % 2, "int32_data");
     case DType::kString:
       return check_count(p, p.string_data(), n, "string_data");
     default:  // int8/16/32, uint8/16, bool, float16, bfloat16, float8: one int32 each
@@ -151,7 +151,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
     return invalid_model(tensor_label(p) + ": shape " + shape_to_string(shape) + " overflows");
   const int64_t n = *count;
   const bool four_bit = dtype == DType::kInt4 || dtype == DType::kUInt4;
-  const int64_t stored_bytes = four_bit ? (n + 1) / 2 : *bytes;
+  const int64_t stored_bytes = four_bit ? n / 2 + n % 2 : *bytes;
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
   if (dtype == DType::kString && external)
     return unsupported(tensor_label(p) + ": external string data is not supported");
