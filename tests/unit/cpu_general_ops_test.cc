@@ -483,14 +483,39 @@ namespace {
 
 // ---- 1-D and 3-D convolution ------------------------------------------------------------------
 
+// A 1-D or 3-D conv of the tests below: Conv, or FusedConv with a Relu (and, with `residual`,
+// a residual Z of the output's shape).
+struct ConvNdCase {
+  Shape x, w;
+  std::vector<int64_t> strides, dilations, pads;
+  int64_t group;
+  bool fused;
+};
+
+OneNodeGraph conv_nd_graph(const ConvNdCase& c, bool constant_w, bool residual) {
+  std::vector<std::pair<std::string, Tensor>> in = {
+      {"X", random_tensor(c.x, 1)}, {"W", random_tensor(c.w, 2)}, {"B", random_tensor({c.w[0]}, 3)}};
+  std::vector<bool> constant = {false, constant_w, true};
+  std::vector<ir::Attribute> attrs = {
+      ints_attr("strides", c.strides), ints_attr("dilations", c.dilations),
+      ints_attr("pads", c.pads), int_attr("group", c.group),
+      ints_attr("kernel_shape", std::vector<int64_t>(c.w.begin() + 2, c.w.end()))};
+  if (c.fused && residual) {
+    const size_t spatial = c.x.size() - 2;
+    Shape y = {c.x[0], c.w[0]};
+    for (size_t i = 0; i < spatial; ++i)
+      y.push_back((c.x[i + 2] + c.pads[i] + c.pads[i + spatial] -
+                   c.dilations[i] * (c.w[i + 2] - 1) - 1) / c.strides[i] + 1);
+    in.push_back({"Z", random_tensor(y, 4)});
+    constant.push_back(false);
+  }
+  if (c.fused) attrs.push_back(string_attr("activation", "Relu"));
+  return OneNodeGraph(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
+                      c.fused ? "peregrine" : "");
+}
+
 TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
-  struct C {
-    Shape x, w;
-    std::vector<int64_t> strides, dilations, pads;
-    int64_t group;
-    bool fused;
-  };
-  const C cases[] = {
+  const ConvNdCase cases[] = {
       {{2, 6, 37}, {8, 6, 3}, {1}, {1}, {1, 1}, 1, false},
       {{1, 4, 50}, {6, 2, 5}, {2}, {3}, {4, 2}, 2, true},           // grouped, strided, dilated
       {{1, 8, 19}, {8, 1, 7}, {1}, {1}, {3, 3}, 8, false},          // depthwise 1-D
@@ -500,20 +525,10 @@ TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
   // Weights computed at run time (wav2vec2's weight-normed conv) reach conv_nd by the
   // kernel_shape attribute.
   for (bool constant_w : {true, false})
-    for (const C& c : cases) {
+    for (const ConvNdCase& c : cases) {
       SCOPED_TRACE("x " + shape_to_string(c.x) + " w " + shape_to_string(c.w) +
                    (constant_w ? "" : " run-time W"));
-      std::vector<std::pair<std::string, Tensor>> in = {{"X", random_tensor(c.x, 1)},
-                                                        {"W", random_tensor(c.w, 2)},
-                                                        {"B", random_tensor({c.w[0]}, 3)}};
-      std::vector<bool> constant = {false, constant_w, true};
-      std::vector<ir::Attribute> attrs = {
-          ints_attr("strides", c.strides), ints_attr("dilations", c.dilations),
-          ints_attr("pads", c.pads), int_attr("group", c.group),
-          ints_attr("kernel_shape", std::vector<int64_t>(c.w.begin() + 2, c.w.end()))};
-      if (c.fused) attrs.push_back(string_attr("activation", "Relu"));
-      OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
-                     c.fused ? "peregrine" : "");
+      OneNodeGraph g = conv_nd_graph(c, constant_w, /*residual=*/false);
       compare_with_reference(g, cpu_backend(), "cpu/conv_nd-", 1e-5f, 1e-5f);
     }
 }
@@ -526,13 +541,7 @@ TEST(CpuConvNd, OneAndThreeDimensionalConvsMatchReference) {
 TEST(CpuConvNd, PhasePlanesMatchReference) {
   ScopedConvAlgo algo("planes");
   const bool has_indirect = f32_gemm_kernel().indirect_ukernel != nullptr;
-  struct C {
-    Shape x, w;
-    std::vector<int64_t> strides, dilations, pads;
-    int64_t group;
-    bool fused;
-  };
-  const C cases[] = {
+  const ConvNdCase cases[] = {
       {{1, 5, 6, 9, 11}, {7, 5, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, true},
       {{2, 3, 9, 10, 12}, {6, 3, 3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1, false},
       {{1, 3, 4, 16, 15}, {8, 3, 3, 7, 7}, {1, 2, 2}, {1, 1, 1}, {1, 3, 3, 1, 3, 3}, 1, true},
@@ -544,27 +553,9 @@ TEST(CpuConvNd, PhasePlanesMatchReference) {
       {{1, 4, 50}, {6, 4, 5}, {2}, {3}, {4, 2}, 1, false},
       {{1, 200, 20}, {12, 200, 3}, {1}, {1}, {1, 1}, 1, true},
   };
-  for (const C& c : cases) {
+  for (const ConvNdCase& c : cases) {
     SCOPED_TRACE("x " + shape_to_string(c.x) + " w " + shape_to_string(c.w));
-    const size_t spatial = c.x.size() - 2;
-    Shape y = {c.x[0], c.w[0]};
-    for (size_t i = 0; i < spatial; ++i)
-      y.push_back((c.x[i + 2] + c.pads[i] + c.pads[i + spatial] - c.dilations[i] * (c.w[i + 2] - 1) -
-                   1) / c.strides[i] + 1);
-    std::vector<std::pair<std::string, Tensor>> in = {{"X", random_tensor(c.x, 1)},
-                                                      {"W", random_tensor(c.w, 2)},
-                                                      {"B", random_tensor({c.w[0]}, 3)}};
-    std::vector<bool> constant = {false, true, true};
-    std::vector<ir::Attribute> attrs = {
-        ints_attr("strides", c.strides), ints_attr("dilations", c.dilations),
-        ints_attr("pads", c.pads), int_attr("group", c.group)};
-    if (c.fused) {
-      in.push_back({"Z", random_tensor(y, 4)});
-      constant.push_back(false);
-      attrs.push_back(string_attr("activation", "Relu"));
-    }
-    OneNodeGraph g(c.fused ? "FusedConv" : "Conv", in, constant, attrs,
-                   c.fused ? "peregrine" : "");
+    OneNodeGraph g = conv_nd_graph(c, /*constant_w=*/true, /*residual=*/true);
     compare_with_reference(g, cpu_backend(),
                            has_indirect ? "cpu/conv_nd-phase_planes-" : "cpu/conv_nd-", 1e-5f,
                            1e-5f);
