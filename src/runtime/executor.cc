@@ -76,7 +76,8 @@ std::unique_ptr<KernelContext> GraphExecutor::make_context(size_t i) {
 Status GraphExecutor::init_run_state() {
   slots_.assign(slot_of_.size(), RuntimeValue());
   for (const auto& [name, v] : graph_.values)
-    if (v.initializer) slots_[static_cast<size_t>(slot_of_.at(name))] = RuntimeValue::of(*v.initializer);
+    if (v.initializer)
+      slots_[static_cast<size_t>(slot_of_.at(name))] = RuntimeValue::of(*v.initializer);
   if (plan_ && plan_->arena_bytes > 0) {
     arena_size_ = static_cast<size_t>(plan_->arena_bytes);
     arena_ = static_cast<uint8_t*>(std::aligned_alloc(planner::kArenaAlignment, arena_size_));
@@ -245,7 +246,8 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
   }
   if (plan_memory) {
     ex->plan_ = std::make_shared<planner::MemoryPlan>(planner::plan_memory(graph));
-    if (memory_budget > 0) PG_RETURN_IF_ERROR(check_memory_budget(graph, *ex->plan_, memory_budget));
+    if (memory_budget > 0)
+      PG_RETURN_IF_ERROR(check_memory_budget(graph, *ex->plan_, memory_budget));
   }
 
   // Liveness: release each unplanned local value after its last reader (graph outputs
@@ -529,9 +531,9 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
     if (timings) {
       timings->push_back({&node, std::chrono::duration<double, std::micro>(start - t0).count(),
                           std::chrono::duration<double, std::micro>(end - start).count(),
-                          kctx.reference_fallback() ? "reference (fallback of " +
-                                                          (*kernels_)[i]->name() + ")"
-                                                    : (*kernels_)[i]->name()});
+                          kctx.reference_fallback()
+                              ? "reference (fallback of " + (*kernels_)[i]->name() + ")"
+                              : (*kernels_)[i]->name()});
     }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty()) continue;

@@ -108,8 +108,8 @@ class GraphExecutor {
   // One per node, shared with replicas, with a mutex each.
   std::shared_ptr<std::vector<std::unique_ptr<PreparedKernel>>> kernels_;
   std::shared_ptr<std::vector<std::mutex>> kernel_mutexes_;
-  std::vector<Step> steps_;                                      // one per node
-  std::vector<std::unique_ptr<KernelContext>> contexts_;         // one per node, reused
+  std::vector<Step> steps_;                               // one per node
+  std::vector<std::unique_ptr<KernelContext>> contexts_;  // one per node, reused
   std::map<std::string, int> slot_of_;  // this graph's inputs, initializers, node outputs
   std::vector<RuntimeValue> slots_;
   std::vector<int> input_slots_, output_slots_;

@@ -1,6 +1,6 @@
-// libFuzzer target: the ONNX loader on raw bytes (protobuf parse, import, the graph verifier). Every input
-// must end in a model or an error Status: a crash, a sanitizer report, an uncaught exception or
-// a hang is a finding. External data is refused (there is no model folder).
+// libFuzzer target: the ONNX loader on raw bytes (protobuf parse, import, the graph verifier).
+// Every input must end in a model or an error Status: a crash, a sanitizer report, an uncaught
+// exception or a hang is a finding. External data is refused (there is no model folder).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -30,8 +30,20 @@ int64_t pick(Rng& rng, int64_t n) { return n <= 0 ? 0 : static_cast<int64_t>(rng
 
 // Values that sit on the edges of what kernels and checks expect.
 int64_t interesting_int(Rng& rng) {
-  static const int64_t kValues[] = {-1, 0, 1, 2, 3, 7, 16, 255, 65536, int64_t{1} << 31,
-                                    int64_t{1} << 45, -(int64_t{1} << 62), INT64_MAX, INT64_MIN};
+  static const int64_t kValues[] = {-1,
+                                    0,
+                                    1,
+                                    2,
+                                    3,
+                                    7,
+                                    16,
+                                    255,
+                                    65536,
+                                    int64_t{1} << 31,
+                                    int64_t{1} << 45,
+                                    -(int64_t{1} << 62),
+                                    INT64_MAX,
+                                    INT64_MIN};
   return pick(rng, 4) == 0 ? static_cast<int64_t>(rng()) : kValues[pick(rng, std::size(kValues))];
 }
 
@@ -145,8 +157,10 @@ void mutate_node(onnx::GraphProto* g, Rng& rng) {
       break;
     case 4:
       if (n->output_size() > 0)
-        n->set_output(static_cast<int>(pick(rng, n->output_size())),
-                      pick(rng, 2) ? "" : g->node(0).output_size() ? g->node(0).output(0) : "");
+        n->set_output(static_cast<int>(pick(rng, n->output_size())), pick(rng, 2) ? ""
+                                                                     : g->node(0).output_size()
+                                                                         ? g->node(0).output(0)
+                                                                         : "");
       break;
     case 5: {
       const onnx::NodeProto& other = g->node(static_cast<int>(pick(rng, g->node_size())));
@@ -181,8 +195,8 @@ void mutate_model(onnx::ModelProto* m, Rng& rng) {
     }
     case 3:
       if (g->initializer_size() > 0)
-        mutate_initializer(g->mutable_initializer(static_cast<int>(pick(rng, g->initializer_size()))),
-                           rng);
+        mutate_initializer(
+            g->mutable_initializer(static_cast<int>(pick(rng, g->initializer_size()))), rng);
       break;
     case 4:
       if (m->opset_import_size() > 0)

@@ -71,10 +71,12 @@ TEST(Npy, RejectsBigEndianFortranAndShortData) {
 // Found by fuzz_npy: a header that claims a shape of terabytes over a few bytes of data is
 // refused by the length check, before anything that size is allocated.
 TEST(Npy, HugeShapeOverShortDataIsRefusedBeforeAllocating) {
-  std::string huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000, 1000), }\n";
+  std::string huge =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000, 1000), }\n";
   auto t = parse_npy(npy_bytes(1, huge, std::string(8, '\0')), "huge.npy");
   ASSERT_FALSE(t.is_ok());
-  EXPECT_NE(t.status().message().find("data has 8 bytes"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("data has 8 bytes"), std::string::npos)
+      << t.status().message();
 }
 
 TEST(Npy, ScalarRoundTrip) {

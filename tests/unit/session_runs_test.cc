@@ -2,6 +2,7 @@
 // outputs of a lone run; a tensor only the run reveals to be too large is an error of its node,
 // never an abort.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -9,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "../passes/graph_builder.h"
 #include "importer/onnx/onnx_exporter.h"

@@ -1,8 +1,8 @@
 // peregrine: the command-line front end. One file per subcommand.
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstring>
-
-#include <malloc.h>
 #include <string>
 
 #include "cli_common.h"

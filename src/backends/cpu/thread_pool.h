@@ -90,9 +90,9 @@ class ThreadPool {
   const TaskFn* fn_ = nullptr;
   bool stop_ = false;
   // Contention back-off (guarded by run_mutex_; solo_until_ns_ also read without it).
-  int64_t window_call_ns_ = 0;           // threaded calls since the last judgement
-  int64_t window_solo_estimate_ns_ = 0;  // ... and what the caller alone would have taken
-  int64_t solo_interval_ns_ = 0;         // the last back-off interval; 0: the workers paid
+  int64_t window_call_ns_ = 0;             // threaded calls since the last judgement
+  int64_t window_solo_estimate_ns_ = 0;    // ... and what the caller alone would have taken
+  int64_t solo_interval_ns_ = 0;           // the last back-off interval; 0: the workers paid
   std::atomic<int64_t> solo_until_ns_{0};  // calls before this time run on the caller alone
 };
 

@@ -170,7 +170,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
     if (static_cast<int64_t>(raw->size()) != stored_bytes)
       return invalid_model(tensor_label(p) + ": raw_data has " + std::to_string(raw->size()) +
                            " bytes, dims " + shape_to_string(shape) + " of " +
-                           std::string(dtype_name(dtype)) + " need " + std::to_string(stored_bytes));
+                           std::string(dtype_name(dtype)) + " need " +
+                           std::to_string(stored_bytes));
   } else {
     PG_RETURN_IF_ERROR(check_typed_count(p, dtype, n));
   }

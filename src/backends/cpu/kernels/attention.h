@@ -88,7 +88,9 @@ using F32AttentionTileFn = void (*)(const AttentionTile& tile);
 // attention_packed_key_floats(skv, d) floats, v_dst of attention_packed_value_floats(skv, dv).
 using F32AttentionPackFn = void (*)(const AttentionTile& tile, float* k_dst, float* v_dst);
 // Bounds for every vector width (key panels of up to 32 keys, rows of up to 16 lanes).
-inline int64_t attention_packed_key_floats(int64_t skv, int64_t d) { return (skv + 31) / 32 * 32 * d; }
+inline int64_t attention_packed_key_floats(int64_t skv, int64_t d) {
+  return (skv + 31) / 32 * 32 * d;
+}
 inline int64_t attention_packed_value_floats(int64_t skv, int64_t dv) {
   return skv * ((dv + 15) / 16 * 16);
 }

@@ -257,7 +257,8 @@ void attention_tile(const AttentionTile& t) {
     const int64_t kb = std::min(kKeyBlock, keys - j0);
     const int64_t kb_vectors = (kb + L - 1) / L * L;
     const float* k = t.k_packed ? t.k_packed + j0 * t.d : scratch.keys.data();
-    if (!t.k_packed) V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, scratch.keys.data());
+    if (!t.k_packed)
+      V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, scratch.keys.data());
     const float* v = t.v_packed ? t.v_packed + j0 * dvp : scratch.values.data();  // (kb, dvp)
     if (!t.v_packed)
       attention_copy_rows_padded(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, dvp, scratch.values.data());

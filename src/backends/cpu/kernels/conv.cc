@@ -527,10 +527,9 @@ class ConvKernel : public PreparedKernel {
         (algo_ == ConvAlgoChoice::kIndirect ||
          (algo_ == ConvAlgoChoice::kAuto && s.out_w >= kIndirectConvMinWidth &&
           (in_c_g <= kIndirectConvMaxChannels || s.kh * s.kw >= kIndirectConvMinTaps)));
-    last_run_planes_ =
-        !last_run_indirect_ && planes_ok &&
-        (algo_ == ConvAlgoChoice::kPhasePlanes ||
-         (algo_ == ConvAlgoChoice::kAuto && use_conv_phase_planes(planes)));
+    last_run_planes_ = !last_run_indirect_ && planes_ok &&
+                       (algo_ == ConvAlgoChoice::kPhasePlanes ||
+                        (algo_ == ConvAlgoChoice::kAuto && use_conv_phase_planes(planes)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -548,7 +547,7 @@ class ConvKernel : public PreparedKernel {
           float* scratch =
               conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
           conv_phase_planes(gemm_, packed_w_[static_cast<size_t>(grp)], x_group, planes, y_group,
-                              ep, scratch, threads);
+                            ep, scratch, threads);
           continue;
         }
         if (last_run_indirect_) {

@@ -7,8 +7,8 @@
 // OD * OH * OW). 1-D convs are one output row: B is (Cin_g * KW, OW). 2-D convs have their own
 // kernel (kernels/conv.cc). Where the phase-plane rule below takes a conv (most 3-D and 1-D convs
 // with more than one tap), it runs on shifted views of the padded input instead of an im2col
-// copy (kernels/conv_phase_planes.h). At bf16 precision (groups of at least the bf16 tile's 14 rows, as
-// in kernels/conv.cc) the weights are packed in bf16 and each block is a bf16 GEMM.
+// copy (kernels/conv_phase_planes.h). At bf16 precision (groups of at least the bf16 tile's 14
+// rows, as in kernels/conv.cc) the weights are packed in bf16 and each block is a bf16 GEMM.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -129,17 +129,21 @@ class ConvNdKernel : public PreparedKernel {
       return ep;
     };
     const PhasePlanesConvShape planes{
-        in_c_g,      g.in[1],  g.in[2],  out_c_g,  g.out[1],    g.out[2],    g.k[1],
-        g.k[2],      g.stride[1], g.stride[2], g.dil[1], g.dil[2], g.pad[1], g.pad[2],
-        g.in[0],     g.out[0], g.k[0],   g.stride[0], g.dil[0], g.pad[0]};
-    last_run_planes_ =
-        use_packed && gemm_.indirect_ukernel != nullptr && taps > 1 &&
-        (algo_ == ConvAlgoChoice::kPhasePlanes ||
-         (algo_ == ConvAlgoChoice::kAuto && k >= kMinPhasePlanesK &&
-         phase_planes_useful_fraction(planes) >= kMinPhasePlanesUsefulFraction &&
-         phase_planes_scratch_floats(planes) * 4 <= kMaxPhasePlanesBytes));
+        .in_c = in_c_g, .in_h = g.in[1], .in_w = g.in[2],
+        .out_c = out_c_g, .out_h = g.out[1], .out_w = g.out[2],
+        .kh = g.k[1], .kw = g.k[2],
+        .stride_h = g.stride[1], .stride_w = g.stride[2], .dil_h = g.dil[1], .dil_w = g.dil[2],
+        .pad_t = g.pad[1], .pad_l = g.pad[2],
+        .in_d = g.in[0], .out_d = g.out[0], .kd = g.k[0],
+        .stride_d = g.stride[0], .dil_d = g.dil[0], .pad_f = g.pad[0]};  // (D, H, W) of Geometry3
+    last_run_planes_ = use_packed && gemm_.indirect_ukernel != nullptr && taps > 1 &&
+                       (algo_ == ConvAlgoChoice::kPhasePlanes ||
+                        (algo_ == ConvAlgoChoice::kAuto && k >= kMinPhasePlanesK &&
+                         phase_planes_useful_fraction(planes) >= kMinPhasePlanesUsefulFraction &&
+                         phase_planes_scratch_floats(planes) * 4 <= kMaxPhasePlanesBytes));
     if (last_run_planes_) {
-      float* scratch = conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
+      float* scratch =
+          conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t grp = 0; grp < group_; ++grp) {
           const int64_t y_off = (n * out_c + grp * out_c_g) * out_sp;
@@ -250,8 +254,8 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_conv_nd(const ir::Node& node, 
   const int64_t rows = w ? w->dim(0) / group : 0;
   return std::unique_ptr<PreparedKernel>(
       new ConvNdKernel(f32_gemm_kernel_for_shape(rows, 0),
-                       node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr,
-                       group, w, fused, algo));
+                       node.precision == Precision::kBFloat16 ? bf16_gemm_kernel() : nullptr, group,
+                       w, fused, algo));
 }
 
 }  // namespace peregrine::cpu

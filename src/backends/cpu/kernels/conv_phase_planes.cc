@@ -114,8 +114,8 @@ int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s) {
 }
 
 void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
-                         const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
-                         float* scratch, int num_threads) {
+                       const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
+                       float* scratch, int num_threads) {
   const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s), plane = plane_floats(s);
   const int64_t k = s.in_c * s.kd * s.kh * s.kw, m = s.out_c, n = grid_columns(s);
   const int64_t pixels = s.out_d * s.out_h * s.out_w;

@@ -51,7 +51,7 @@ int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s);
 // `ep` as for the GEMM on Y (per-row bias, residual in Y's layout, activation); `scratch`
 // of phase_planes_scratch_floats(s) floats, 64-byte aligned.
 void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
-                         const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
-                         float* scratch, int num_threads);
+                       const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
+                       float* scratch, int num_threads);
 
 }  // namespace peregrine::cpu
