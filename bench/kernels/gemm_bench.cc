@@ -21,6 +21,10 @@
 //   float32 FMA peak, so 200% is the bf16 dot product's nominal twice the rate.
 //   BERT-base encoder (seq 128, hidden 768, FFN 3072): activations (M, K) as A, the weight
 //     pre-packed as B like kernels/matmul.cc: QKV/out projections, FFN up and down.
+// Int8 variants (BM_Qu8Ukernel, BM_Qu8Gemm, BM_ConvGemmResNet50Qu8): uint8 x int8 with int32
+//   accumulation and requantization to uint8 (gemm/qu8_gemm.h, QLinearConv / QDQ models), in
+//   GOP/s (a multiply and an add per product) and "%vnni": against the vpdpbusd peak of
+//   `peregrine machine` (its dot_loop, measured here once the same way as the FMA peak).
 // Each at 1 thread (CPU time) and 2 threads (wall time), with GFLOP/s and "%peak": the rate
 // over threads x the single-core FMA peak, which this binary measures once at start-up (the
 // BM_FmaPeakAvx2 loop, best of 7 on the thread's CPU clock; see single_core_peak_gflops).
@@ -37,6 +41,8 @@
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
+#include "backends/cpu/gemm/qu8_gemm.h"
+#include "profiler/machine_kernels.h"
 
 namespace {
 
@@ -367,6 +373,97 @@ BENCHMARK(BM_ConvGemmResNet50Bf16)->Apply([](auto* b) { model_shapes(b, kResNet5
 BENCHMARK(BM_LinearGemmBertBf16)->Apply([](auto* b) { model_shapes(b, kBertLinears, 1); });
 BENCHMARK(BM_LinearGemmBertBf16)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 BENCHMARK(BM_LinearGemmVitColdWeights)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
+
+
+// ---- int8 ----
+
+// The vpdpbusd peak in GOP/s on one core (best of 7 on the thread's CPU clock, as
+// single_core_peak_gflops); 0 where the CPU has no AVX-512 VNNI.
+double single_core_vnni_peak_gops() {
+  static const double peak = [] {
+    if (!peregrine::cpu::isa_supported(peregrine::cpu::Isa::kAvx512) ||
+        !peregrine::cpu::cpu_features().avx512_vnni)
+      return 0.0;
+    const int64_t iters = int64_t{1} << 20;
+    double best = 1e30;
+    for (int rep = 0; rep < 7; ++rep) {
+      const double start = thread_cpu_seconds();
+      benchmark::DoNotOptimize(peregrine::avx512vnni::dot_loop(iters));
+      best = std::min(best, thread_cpu_seconds() - start);
+    }
+    return static_cast<double>(iters) * peregrine::avx512vnni::kFlopsPerIteration * 1e-9 / best;
+  }();
+  return peak;
+}
+
+void set_qgemm_counters(benchmark::State& state, double ops, int threads) {
+  state.counters["GOP/s"] =
+      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double peak = single_core_vnni_peak_gops();
+  if (peak > 0)
+    state.counters["%vnni"] = benchmark::Counter(100.0 * ops * 1e-9 / (peak * threads),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The int8 micro-kernel alone on L1-resident panels (k = 256), requantizing its tile.
+void BM_Qu8Ukernel(benchmark::State& state) {
+  using namespace peregrine::cpu;
+  const Qu8GemmKernelInfo& kernel = qu8_gemm_kernel();
+  const size_t kq = 64;
+  std::vector<uint32_t> a(kq * kernel.mr, 0x01fe02ffu);
+  uint32_t* b = static_cast<uint32_t*>(std::aligned_alloc(64, kq * kernel.nr * 4));
+  for (size_t i = 0; i < kq * kernel.nr; ++i) b[i] = 0x80407f01u;
+  std::vector<uint8_t> c(kernel.mr * kernel.nr);
+  std::vector<int32_t> bias(kernel.mr, 3);
+  std::vector<float> scale(kernel.mr, 1e-4f);
+  const Qu8Output out{};
+  for (auto _ : state) {
+    kernel.ukernel(kernel.mr, kernel.nr, kq, a.data(), b, c.data(), kernel.nr, bias.data(),
+                   scale.data(), out);
+    benchmark::ClobberMemory();
+  }
+  std::free(b);
+  state.SetLabel(kernel.name);
+  set_qgemm_counters(state, 2.0 * 4 * kq * kernel.mr * kernel.nr, 1);
+}
+BENCHMARK(BM_Qu8Ukernel);
+
+// C(m, n) = requant(A(m, k) B(k, n)): A the packed weight, B a row-major uint8 (k, n) matrix as
+// an unpadded 1x1 conv's input (packed per call).
+void run_qu8_gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, int threads) {
+  using namespace peregrine::cpu;
+  const Qu8GemmKernelInfo& kernel = qu8_gemm_kernel();
+  std::vector<int8_t> w(m * k);
+  std::vector<uint8_t> b(k * n), c(m * n);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(i * 37 % 255 - 127);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 101 % 256);
+  const Qu8PackedA packed = Qu8PackedA::pack(kernel, w.data(), k, m, k);
+  std::vector<int32_t> bias(m, 7);
+  std::vector<float> scale(m, 1e-5f);
+  Qu8Output out{};
+  out.hi = 255;
+  for (auto _ : state) {
+    qu8_gemm(m, n, packed, b.data(), n, c.data(), n, Qu8Requant{bias.data(), scale.data(), out},
+             threads);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(kernel.name);
+  set_qgemm_counters(state, 2.0 * m * n * k, threads);
+}
+void BM_Qu8Gemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  run_qu8_gemm(state, n, n, n, static_cast<int>(state.range(1)));
+}
+BENCHMARK(BM_Qu8Gemm)->Apply(one_thread);
+BENCHMARK(BM_Qu8Gemm)->Apply(two_threads);
+void BM_ConvGemmResNet50Qu8(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  run_qu8_gemm(state, m, n, k, static_cast<int>(state.range(3)));
+  state.SetLabel(layers_of(kResNet50Convs, m, n, k) + " " +
+                 peregrine::cpu::qu8_gemm_kernel().name);
+}
+BENCHMARK(BM_ConvGemmResNet50Qu8)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
+BENCHMARK(BM_ConvGemmResNet50Qu8)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 2); });
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/aligned_buffer.h"
@@ -15,10 +16,11 @@ namespace {
 
 const Qu8GemmKernelInfo kVnniKernel = {
     "qu8_gemm_ukernel_14x32__avx512vnni", avx512vnni::qu8_gemm_ukernel_14x32__avx512vnni,
-    avx512vnni::qu8_pack_b_32__avx512vnni, avx512vnni::kQu8GemmMr, avx512vnni::kQu8GemmNr};
+    avx512vnni::qu8_pack_b_32__avx512vnni, avx512vnni::qu8_pack_conv_b_32__avx512vnni,
+    avx512vnni::kQu8GemmMr, avx512vnni::kQu8GemmNr};
 const Qu8GemmKernelInfo kScalarKernel = {"qu8_gemm_ukernel_4x8__scalar",
                                          qu8_gemm_ukernel_4x8__scalar, qu8_pack_b_8__scalar,
-                                         kQu8ScalarMr, kQu8ScalarNr};
+                                         qu8_pack_conv_b_8__scalar, kQu8ScalarMr, kQu8ScalarNr};
 
 // The packed B block of a task stays in L2 (1 MiB here) with room for the A panel streaming
 // through.
@@ -100,11 +102,14 @@ void pack_b_transposed(const uint8_t* bt, int64_t ldbt, int64_t k, int64_t cols,
   }
 }
 
-void gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb,
-          bool b_transposed, uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads) {
+// Packs the B block of columns [j0, j0 + ncur) into ceil(ncur / NR) panels of kq * NR quads.
+using PackBlockFn = std::function<void(int64_t j0, int64_t ncur, uint32_t* panels)>;
+
+void gemm(int64_t m, int64_t n, const Qu8PackedA& a, const PackBlockFn& pack_block, uint8_t* c,
+          int64_t ldc, const Qu8Requant& rq, int num_threads) {
   const Qu8GemmKernelInfo& kernel = *a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
-  const int64_t k = a.depth(), kq = ceil_div(k, 4);
+  const int64_t kq = ceil_div(a.depth(), 4);
   if (m == 0 || n == 0) return;
   const int64_t nc = std::max<int64_t>(nr, kBBlockBytes / std::max<int64_t>(4 * kq, 1) / nr * nr);
   const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
@@ -119,20 +124,7 @@ void gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t l
     if (m_begin >= m_end || ncur <= 0) return;
     const int64_t npanels = ceil_div(ncur, nr), stride = kq * nr;
     uint32_t* panels = b_scratch().get(static_cast<size_t>(npanels * stride));
-    if (b_transposed) {
-      for (int64_t jp = 0; jp < npanels; ++jp)
-        pack_b_transposed(b + (j0 + jp * nr) * ldb, ldb, k, std::min<int64_t>(nr, ncur - jp * nr),
-                          nr, panels + jp * stride);
-    } else {
-      // A quad of rows at a time across every panel: four sequential read streams, where panel
-      // order would read all K rows at once (too many streams for the hardware prefetcher).
-      for (int64_t p = 0; p < k; p += 4)
-        for (int64_t jp = 0; jp < npanels; ++jp)
-          kernel.pack_b_panel(b + p * ldb + j0 + jp * nr, static_cast<size_t>(ldb),
-                              static_cast<size_t>(std::min<int64_t>(4, k - p)),
-                              static_cast<size_t>(std::min<int64_t>(nr, ncur - jp * nr)),
-                              panels + jp * stride + p / 4 * nr);
-    }
+    pack_block(j0, ncur, panels);
     for (int64_t i = m_begin; i < m_end; i += mr) {
       const size_t rows = static_cast<size_t>(std::min<int64_t>(mr, m_end - i));
       for (int64_t jp = 0; jp < npanels; ++jp) {
@@ -147,16 +139,89 @@ void gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t l
   cpu_thread_pool().parallel_for(n_blocks * parts_m, num_threads, task);
 }
 
+// Per tap of a panel's columns [first, first + nr): bit t where the input of output pixel
+// first + t lies inside the image; rows and columns of the image checked apart, then combined.
+void conv_panel_inside(const Qu8ConvImage& x, int64_t n, int64_t first, int nr, uint32_t* rows,
+                       uint32_t* cols, uint32_t* inside) {
+  std::fill(rows, rows + x.kh, 0u);
+  std::fill(cols, cols + x.kw, 0u);
+  int64_t oy = first / x.w, ox = first % x.w;
+  for (int t = 0; t < nr && first + t < n; ++t) {
+    for (int64_t i = 0; i < x.kh; ++i) {
+      const int64_t iy = oy + i * x.dh - x.pad_top;
+      if (iy >= 0 && iy < x.h) rows[i] |= 1u << t;
+    }
+    for (int64_t j = 0; j < x.kw; ++j) {
+      const int64_t ix = ox + j * x.dw - x.pad_left;
+      if (ix >= 0 && ix < x.w) cols[j] |= 1u << t;
+    }
+    if (++ox == x.w) ox = 0, ++oy;
+  }
+  for (int64_t i = 0; i < x.kh; ++i)
+    for (int64_t j = 0; j < x.kw; ++j) inside[i * x.kw + j] = rows[i] & cols[j];
+}
+
 }  // namespace
 
 void qu8_gemm(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* b, int64_t ldb, uint8_t* c,
               int64_t ldc, const Qu8Requant& rq, int num_threads) {
-  gemm(m, n, a, b, ldb, false, c, ldc, rq, num_threads);
+  const Qu8GemmKernelInfo& kernel = *a.kernel();
+  const int nr = kernel.nr;
+  const int64_t k = a.depth(), stride = ceil_div(k, 4) * nr;
+  // A quad of rows at a time across every panel: four sequential read streams, where panel
+  // order would read all K rows at once (too many streams for the hardware prefetcher).
+  auto pack = [&](int64_t j0, int64_t ncur, uint32_t* panels) {
+    const int64_t npanels = ceil_div(ncur, nr);
+    for (int64_t p = 0; p < k; p += 4)
+      for (int64_t jp = 0; jp < npanels; ++jp)
+        kernel.pack_b_panel(b + p * ldb + j0 + jp * nr, static_cast<size_t>(ldb),
+                            static_cast<size_t>(std::min<int64_t>(4, k - p)),
+                            static_cast<size_t>(std::min<int64_t>(nr, ncur - jp * nr)),
+                            panels + jp * stride + p / 4 * nr);
+  };
+  gemm(m, n, a, pack, c, ldc, rq, num_threads);
 }
 
 void qu8_gemm_bt(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* bt, int64_t ldbt,
                  uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads) {
-  gemm(m, n, a, bt, ldbt, true, c, ldc, rq, num_threads);
+  const int nr = a.kernel()->nr;
+  const int64_t k = a.depth(), stride = ceil_div(k, 4) * nr;
+  auto pack = [&](int64_t j0, int64_t ncur, uint32_t* panels) {
+    for (int64_t jp = 0; jp * nr < ncur; ++jp)
+      pack_b_transposed(bt + (j0 + jp * nr) * ldbt, ldbt, k,
+                        std::min<int64_t>(nr, ncur - jp * nr), nr, panels + jp * stride);
+  };
+  gemm(m, n, a, pack, c, ldc, rq, num_threads);
+}
+
+bool qu8_conv_packs_directly(int64_t stride_h, int64_t stride_w, int64_t w, int64_t ow) {
+  return stride_h == 1 && stride_w == 1 && ow == w;
+}
+
+void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c,
+                   int64_t ldc, const Qu8Requant& rq, int num_threads) {
+  const Qu8GemmKernelInfo& kernel = *a.kernel();
+  const int nr = kernel.nr;
+  const int64_t taps = x.kh * x.kw, n = x.oh * x.w;
+  const int64_t k = a.depth(), stride = ceil_div(k, 4) * nr;
+  std::vector<ptrdiff_t> offset(static_cast<size_t>(taps));
+  for (int64_t i = 0; i < x.kh; ++i)
+    for (int64_t j = 0; j < x.kw; ++j)
+      offset[i * x.kw + j] = (i * x.dh - x.pad_top) * x.w + j * x.dw - x.pad_left;
+  auto pack = [&](int64_t j0, int64_t ncur, uint32_t* panels) {
+    thread_local GrowBuffer<uint32_t> masks;
+    uint32_t* rows = masks.get(static_cast<size_t>(x.kh + x.kw + taps));
+    uint32_t* cols = rows + x.kh;
+    uint32_t* inside = cols + x.kw;
+    for (int64_t jp = 0; jp * nr < ncur; ++jp) {
+      const int64_t first = j0 + jp * nr;
+      conv_panel_inside(x, n, first, nr, rows, cols, inside);
+      const Qu8ConvPanel panel{x.image + first, static_cast<size_t>(x.h * x.w),
+                               static_cast<size_t>(taps), offset.data(), inside, x.pad};
+      kernel.pack_conv_panel(panel, static_cast<size_t>(k), panels + jp * stride);
+    }
+  };
+  gemm(m, n, a, pack, c, ldc, rq, num_threads);
 }
 
 }  // namespace peregrine::cpu

@@ -1,7 +1,7 @@
 // CPU kernel of QLinearConv (2-D, uint8 activations, int8 weights with zero zero points, uint8
 // or int8 output): per image and group, the uint8 input as a GEMM operand (the input itself for
-// a 1x1 stride-1 unpadded conv, else im2col rows padded with x's zero point, which dequantizes
-// to 0) against the int8 weights packed once (gemm/qu8_gemm.h), requantized in the micro-kernel.
+// a 1x1 stride-1 unpadded conv; panels packed from the image for stride-1 "same" convs; else
+// im2col rows padded with x's zero point, which dequantizes to 0) against the int8 weights packed once (gemm/qu8_gemm.h), requantized in the micro-kernel.
 //
 //   acc[m, p] = sum_k w[m, k] * (x[k, p] - x_zp) = sum_k w[m, k] x[k, p] - x_zp * rowsum(w)[m]
 //   y[m, p]   = clamp(round((acc + B[m]) * x_scale * w_scale[m] / y_scale) + y_zp)
@@ -72,21 +72,34 @@ class QLinearConvKernel : public PreparedKernel {
                            g.pads_end[1] == 0;
     if (depthwise()) return run_depthwise(x, g, y, ctx.num_threads());
     const int64_t k = cg * kh * kw;
-    uint8_t* cols = pointwise ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
+    // Stride 1 with the output as wide as the input ("same" padding): B panels are packed from
+    // the image directly; other geometries go through an im2col matrix.
+    const bool direct =
+        !pointwise && qu8_conv_packs_directly(g.strides[0], g.strides[1], w, ow);
+    uint8_t* cols =
+        pointwise || direct ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
     const uint8_t* in = static_cast<const uint8_t*>(x.raw());
     uint8_t* out = static_cast<uint8_t*>(y.raw());
     for (int64_t n = 0; n < batch; ++n)
       for (int64_t gi = 0; gi < group_; ++gi) {
         const uint8_t* image = in + (n * channels_ + gi * cg) * h * w;
+        const ConvGroupWeights& gw = groups_[static_cast<size_t>(gi)];
+        const Qu8Requant rq{gw.bias.data(), gw.scale.data(), output_};
+        uint8_t* y_group = out + (n * out_channels_ + gi * mg) * pixels;
+        if (direct) {
+          const Qu8ConvImage conv{image, cg, h, w, oh, kh, kw, g.dilations[0], g.dilations[1],
+                                  g.pads_begin[0], g.pads_begin[1],
+                                  static_cast<uint8_t>(x_zero_)};
+          qu8_gemm_conv(mg, gw.a, conv, y_group, pixels, rq, ctx.num_threads());
+          continue;
+        }
         const uint8_t* b = image;
         if (!pointwise) {
           im2col(image, cg, h, w, g, oh, ow, cols, ctx.num_threads());
           b = cols;
         }
-        const ConvGroupWeights& gw = groups_[static_cast<size_t>(gi)];
-        qu8_gemm(mg, pixels, gw.a, b, pointwise ? h * w : pixels,
-                 out + (n * out_channels_ + gi * mg) * pixels, pixels,
-                 Qu8Requant{gw.bias.data(), gw.scale.data(), output_}, ctx.num_threads());
+        qu8_gemm(mg, pixels, gw.a, b, pointwise ? h * w : pixels, y_group, pixels, rq,
+                 ctx.num_threads());
       }
     return Status::ok();
   }

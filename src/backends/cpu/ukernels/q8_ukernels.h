@@ -32,6 +32,21 @@ using Qu8GemmUkernelFn = void (*)(size_t rows, size_t cols, size_t kq, const uin
 // rows past k and columns past cols are zero. dst: (ceil(k / 4), NR) uint32.
 using Qu8PackBFn = void (*)(const uint8_t* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
 
+// B panel of a convolution's im2col matrix packed straight from the image, for convolutions
+// whose output pixel p reads input pixel p + a per-tap offset (stride 1, output as wide as the
+// input): row r of B is (channel r / taps, tap r % taps), column t is output pixel first + t.
+struct Qu8ConvPanel {
+  const uint8_t* image;      // channel 0's input pixel `first` (offsets are added to it)
+  size_t plane;              // bytes between channels (h * w)
+  size_t taps;               // kh * kw
+  const ptrdiff_t* offset;   // per tap: (i * dh - pad_top) * w + j * dw - pad_left
+  const uint32_t* inside;    // per tap: bit t set where column t reads inside the image
+  uint8_t pad;               // the value outside (x's zero point)
+};
+// Rows past k are zero, as Qu8PackBFn's; columns whose bit is clear hold `pad` (their input
+// is never read). dst: (ceil(k / 4), NR) uint32.
+using Qu8PackConvBFn = void (*)(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
+
 // Portable kernel (any x86-64): MR = 4, NR = 8.
 inline constexpr int kQu8ScalarMr = 4;
 inline constexpr int kQu8ScalarNr = 8;
@@ -42,6 +57,8 @@ void qu8_gemm_ukernel_4x8__scalar(size_t rows, size_t cols, size_t kq, const uin
 void qu8_pack_b__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, size_t nr,
                         uint32_t* dst);
 void qu8_pack_b_8__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
+void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uint32_t* dst);
+void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
 
 namespace avx512vnni {
 inline constexpr int kQu8GemmMr = 14;
@@ -52,6 +69,7 @@ void qu8_gemm_ukernel_14x32__avx512vnni(size_t rows, size_t cols, size_t kq, con
                                         const Qu8Output& out);
 void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t cols,
                                uint32_t* dst);
+void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
 }  // namespace avx512vnni
 
 // Depthwise 2-D convolution of one channel: `plane` is the channel's input less its zero point

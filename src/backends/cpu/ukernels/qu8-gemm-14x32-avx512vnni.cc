@@ -87,8 +87,26 @@ void qu8_gemm_ukernel_14x32__avx512vnni(size_t rows, size_t cols, size_t kq, con
   kTiles[rows - 1](cols, kq, a, b, c, ldc, bias, scale, out);
 }
 
-// Four rows of 32 bytes into 32 quads: byte interleave of row pairs, then 16-bit interleave of
-// those, then the 128-bit lanes put back in column order.
+namespace {
+
+// Four rows of 32 bytes into 32 quads at dst: byte interleave of row pairs, then 16-bit
+// interleave of those, then the 128-bit lanes put back in column order.
+inline void store_quads(const __m256i (&r)[4], uint32_t* dst) {
+  const __m256i t0 = _mm256_unpacklo_epi8(r[0], r[1]), t1 = _mm256_unpackhi_epi8(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi8(r[2], r[3]), t3 = _mm256_unpackhi_epi8(r[2], r[3]);
+  const __m256i u0 = _mm256_unpacklo_epi16(t0, t2);  // columns 0-3 | 16-19
+  const __m256i u1 = _mm256_unpackhi_epi16(t0, t2);  // 4-7 | 20-23
+  const __m256i u2 = _mm256_unpacklo_epi16(t1, t3);  // 8-11 | 24-27
+  const __m256i u3 = _mm256_unpackhi_epi16(t1, t3);  // 12-15 | 28-31
+  __m256i* out = reinterpret_cast<__m256i*>(dst);
+  _mm256_store_si256(out + 0, _mm256_permute2x128_si256(u0, u1, 0x20));
+  _mm256_store_si256(out + 1, _mm256_permute2x128_si256(u2, u3, 0x20));
+  _mm256_store_si256(out + 2, _mm256_permute2x128_si256(u0, u1, 0x31));
+  _mm256_store_si256(out + 3, _mm256_permute2x128_si256(u2, u3, 0x31));
+}
+
+}  // namespace
+
 void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t cols,
                                uint32_t* dst) {
   const __mmask32 m = cols >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << cols) - 1u);
@@ -96,17 +114,27 @@ void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t c
     __m256i r[4];
     for (size_t t = 0; t < 4; ++t)
       r[t] = p + t < k ? _mm256_maskz_loadu_epi8(m, src + (p + t) * ld) : _mm256_setzero_si256();
-    const __m256i t0 = _mm256_unpacklo_epi8(r[0], r[1]), t1 = _mm256_unpackhi_epi8(r[0], r[1]);
-    const __m256i t2 = _mm256_unpacklo_epi8(r[2], r[3]), t3 = _mm256_unpackhi_epi8(r[2], r[3]);
-    const __m256i u0 = _mm256_unpacklo_epi16(t0, t2);  // columns 0-3 | 16-19
-    const __m256i u1 = _mm256_unpackhi_epi16(t0, t2);  // 4-7 | 20-23
-    const __m256i u2 = _mm256_unpacklo_epi16(t1, t3);  // 8-11 | 24-27
-    const __m256i u3 = _mm256_unpackhi_epi16(t1, t3);  // 12-15 | 28-31
-    __m256i* out = reinterpret_cast<__m256i*>(dst);
-    _mm256_store_si256(out + 0, _mm256_permute2x128_si256(u0, u1, 0x20));
-    _mm256_store_si256(out + 1, _mm256_permute2x128_si256(u2, u3, 0x20));
-    _mm256_store_si256(out + 2, _mm256_permute2x128_si256(u0, u1, 0x31));
-    _mm256_store_si256(out + 3, _mm256_permute2x128_si256(u2, u3, 0x31));
+    store_quads(r, dst);
+  }
+}
+
+// Each row one masked load (lanes outside the image are neither read nor faulted on: they get
+// the pad byte).
+void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_t* dst) {
+  const __m256i pad = _mm256_set1_epi8(static_cast<char>(panel.pad));
+  size_t c = 0, tap = 0;  // of row p + t, advanced row by row
+  for (size_t p = 0; p < k; p += 4, dst += 32) {
+    __m256i r[4];
+    for (size_t t = 0; t < 4; ++t) {
+      if (p + t >= k) {
+        r[t] = _mm256_setzero_si256();
+        continue;
+      }
+      r[t] = _mm256_mask_loadu_epi8(pad, static_cast<__mmask32>(panel.inside[tap]),
+                                    panel.image + c * panel.plane + panel.offset[tap]);
+      if (++tap == panel.taps) tap = 0, ++c;
+    }
+    store_quads(r, dst);
   }
 }
 

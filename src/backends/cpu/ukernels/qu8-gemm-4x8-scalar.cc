@@ -47,4 +47,24 @@ void qu8_pack_b_8__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, 
   qu8_pack_b__scalar(src, ld, k, cols, kNr, dst);
 }
 
+void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uint32_t* dst) {
+  for (size_t p = 0; p < k; p += 4, dst += nr)
+    for (size_t j = 0; j < nr; ++j) {
+      uint32_t quad = 0;
+      for (size_t byte = 0; byte < 4 && p + byte < k; ++byte) {
+        const size_t c = (p + byte) / panel.taps, tap = (p + byte) % panel.taps;
+        const uint8_t v = panel.inside[tap] >> j & 1u
+                              ? panel.image[static_cast<ptrdiff_t>(c * panel.plane + j) +
+                                            panel.offset[tap]]
+                              : panel.pad;
+        quad |= static_cast<uint32_t>(v) << (8 * byte);
+      }
+      dst[j] = quad;
+    }
+}
+
+void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* dst) {
+  qu8_pack_conv_b__scalar(panel, k, kNr, dst);
+}
+
 }  // namespace peregrine::cpu
