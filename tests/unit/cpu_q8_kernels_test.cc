@@ -512,19 +512,27 @@ TEST(CpuQuantizeNodes, MatchReference) {
     }
 }
 
-// The CPU kernel does the reference's float32 operations: equal outputs.
+// The CPU kernel does the reference's float32 operations: equal outputs. Scales with inexact
+// products (0.1, 0.3) catch a product contracted into an FMA; 0.5 / 0.25 / 1 put quotients on
+// half-integers (ties to even).
 TEST(CpuQLinearAdd, MatchesReference) {
+  struct Scales {
+    float a, b, c;
+  };
+  for (Scales sc : {Scales{0.03f, 0.05f, 0.07f}, Scales{0.5f, 0.25f, 1.0f},
+                    Scales{0.1f, 0.3f, 0.2f}})
   for (int64_t n : {1, 15, 16, 17, 100, 40000})
     for (bool signed_out : {false, true}) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " signed=" + std::to_string(signed_out));
+      SCOPED_TRACE("n=" + std::to_string(n) + " signed=" + std::to_string(signed_out) +
+                   " c_scale=" + std::to_string(sc.c));
       OneNodeGraph g("QLinearAdd",
                      {{"A", int_tensor<uint8_t>({n}, 0, 255, 7)},
-                      {"AS", Tensor::scalar<float>(0.03f)},
+                      {"AS", Tensor::scalar<float>(sc.a)},
                       {"AZ", Tensor::scalar<uint8_t>(100)},
                       {"B", int_tensor<int8_t>({n}, -128, 127, 8)},
-                      {"BS", Tensor::scalar<float>(0.05f)},
+                      {"BS", Tensor::scalar<float>(sc.b)},
                       {"BZ", Tensor::scalar<int8_t>(3)},
-                      {"CS", Tensor::scalar<float>(0.07f)},
+                      {"CS", Tensor::scalar<float>(sc.c)},
                       {"CZ", signed_out ? Tensor::scalar<int8_t>(-7) : Tensor::scalar<uint8_t>(90)}},
                      {false, true, true, false, true, true, true, true}, {}, "peregrine");
       const Tensor want = g.run(reference_backend(), 1, nullptr);

@@ -95,7 +95,10 @@ void q8_add__avx512(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddPar
     const __mmask16 m = tail_mask(n - i);
     const __m512 fa = _mm512_mul_ps(_mm512_sub_ps(load(a + i, m, p.a_signed), za), sa);
     const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(load(b + i, m, p.b_signed), zb), sb);
-    __m512 v = _mm512_div_ps(_mm512_add_ps(fa, fb), sc);
+    // The rounded add keeps the compiler from contracting fb's product into an FMA (the
+    // reference rounds the product, then the sum).
+    const __m512 sum = _mm512_add_round_ps(fa, fb, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 v = _mm512_div_ps(sum, sc);
     // Clamped before rounding, to bounds that are integers: the same as after.
     v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
     const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zc);
