@@ -19,6 +19,7 @@ std::unique_ptr<Pass> make_move_transposes();
 // Quantized (QDQ) patterns, before folding.
 std::unique_ptr<Pass> make_fuse_qdq_conv();
 std::unique_ptr<Pass> make_fuse_qdq_add();
+std::unique_ptr<Pass> make_fuse_qdq_max_pool();
 std::unique_ptr<Pass> make_fuse_qdq_matmul();
 std::unique_ptr<Pass> make_fuse_qdq_lookup_table();
 std::unique_ptr<Pass> make_fuse_quantize_dequantize();

@@ -108,14 +108,16 @@ inline Tensor random_tensor(Shape dims, uint64_t seed, DType dtype = DType::kFlo
   return t;
 }
 
-// Runs the graph on the reference backend with seeded random inputs.
-inline std::vector<Tensor> run_graph(const ir::Graph& g, uint64_t seed = 7) {
+// Runs the graph on `backend` (the reference backend taking what it does not claim) with
+// seeded random inputs.
+inline std::vector<Tensor> run_graph_on(const Backend& backend, const ir::Graph& g,
+                                        uint64_t seed = 7) {
   std::map<std::string, RuntimeValue> inputs;
   for (const auto& name : g.inputs) {
     const ir::ValueType& t = g.find_value(name)->type;
     inputs[name] = RuntimeValue::of(random_tensor(t.dims, seed++, t.dtype));
   }
-  auto ex = GraphExecutor::create(g, {&reference_backend()}, 1);
+  auto ex = GraphExecutor::create(g, {&backend, &reference_backend()}, 1);
   EXPECT_TRUE(ex.is_ok()) << ex.status().message();
   if (!ex.is_ok()) return {};
   auto outs = (*ex)->run(inputs, nullptr);
@@ -124,6 +126,11 @@ inline std::vector<Tensor> run_graph(const ir::Graph& g, uint64_t seed = 7) {
   if (outs.is_ok())
     for (auto& v : *outs) result.push_back(v.tensor);
   return result;
+}
+
+// Runs the graph on the reference backend with seeded random inputs.
+inline std::vector<Tensor> run_graph(const ir::Graph& g, uint64_t seed = 7) {
+  return run_graph_on(reference_backend(), g, seed);
 }
 
 inline void expect_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b,

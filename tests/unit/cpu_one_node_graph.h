@@ -82,9 +82,18 @@ struct OneNodeGraph {
   }
 };
 
-// |got - want| <= atol + rtol * |want| elementwise, same shapes.
+// |got - want| <= atol + rtol * |want| elementwise, same shapes and dtypes (other dtypes than
+// float32 compared as doubles).
 inline void expect_close(const Tensor& got, const Tensor& want, float atol, float rtol = 0.0f) {
   ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.dtype(), want.dtype());
+  if (got.dtype() != DType::kFloat32) {
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double w = want.get_as_double(i);
+      ASSERT_NEAR(got.get_as_double(i), w, atol + rtol * std::fabs(w)) << "at " << i;
+    }
+    return;
+  }
   for (int64_t i = 0; i < got.numel(); ++i) {
     const float w = want.data<float>()[i];
     ASSERT_NEAR(got.data<float>()[i], w, atol + rtol * std::fabs(w)) << "at " << i;

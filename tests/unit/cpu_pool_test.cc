@@ -6,10 +6,13 @@
 // tested at every ISA level in cpu_elementwise_test.cc.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/ukernels/q8_ukernels.h"
 #include "cpu_one_node_graph.h"
 
 namespace peregrine::cpu {
@@ -61,8 +64,11 @@ const PoolCase kCases[] = {
     {{1, 2, 1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
 };
 
-void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad) {
-  SCOPED_TRACE(std::string(op) + " x=" + shape_to_string(c.x) +
+// The case's attributes on `x` (default: random float32 values in [-2, 2]).
+void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad,
+                Tensor x = Tensor()) {
+  if (x.dtype() == DType::kUndefined) x = random_tensor(c.x, 1, -2.0f, 2.0f);
+  SCOPED_TRACE(std::string(op) + " " + std::string(dtype_name(x.dtype())) + " x=" + shape_to_string(c.x) +
                " k=" + std::to_string(c.kernel[0]) + "x" + std::to_string(c.kernel[1]) +
                " s=" + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
                " cip=" + std::to_string(count_include_pad) + " " + c.auto_pad);
@@ -81,7 +87,7 @@ void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad) {
   } else {
     attrs.push_back(string_attr("auto_pad", c.auto_pad));
   }
-  OneNodeGraph g(op, {{"X", random_tensor(c.x, 1, -2.0f, 2.0f)}}, {false}, attrs, "", 19);
+  OneNodeGraph g(op, {{"X", x}}, {false}, attrs, "", 19);
   compare_with_reference(g, cpu_backend(),
                          std::string("cpu/") + (std::string(op) == "MaxPool" ? "max" : "avg"),
                          1e-6f, 1e-5f);
@@ -89,6 +95,62 @@ void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad) {
 
 TEST(CpuPool, MaxPoolMatchesReference) {
   for (const PoolCase& c : kCases) check_pool("MaxPool", c, 0);
+}
+
+// 8-bit MaxPool (QDQ models' pools, fuse_qdq_max_pool): every case on uint8 and int8 values,
+// equal outputs (the tolerance is below one step).
+TEST(CpuPool, EightBitMaxPoolMatchesReference) {
+  std::mt19937 rng(5);
+  for (DType dtype : {DType::kUInt8, DType::kInt8})
+    for (const PoolCase& c : kCases) {
+      Tensor x = Tensor::zeros(dtype, c.x);
+      uint8_t* bytes = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.numel(); ++i) bytes[i] = static_cast<uint8_t>(rng());
+      check_pool("MaxPool", c, 0, x);
+    }
+}
+
+// The 8-bit row micro-kernels agree exactly across ISA levels: strides 1 / 2 / 3 (the vector
+// paths and the per-column one), dilations, pads, widths around the 64-byte vector.
+TEST(CpuPool, EightBitMaxPoolRowKernelsAgree) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(9);
+  for (size_t w : {1, 7, 63, 64, 65, 130})
+    for (size_t kw : {1, 2, 3, 5})
+      for (size_t sw : {1, 2, 3})
+        for (size_t dw : {1, 2})
+          for (size_t pl : {0, 1, 2}) {
+            const size_t extent = (kw - 1) * dw + 1;
+            if (pl >= extent || w + 2 * pl < extent) continue;
+            const size_t ow = (w + 2 * pl - extent) / sw + 1;
+            bool every_window_inside = true;  // the kernels' precondition
+            for (size_t ox = 0; ox < ow; ++ox) {
+              bool any = false;
+              for (size_t j = 0; j < kw; ++j) {
+                const size_t at = ox * sw + j * dw;
+                any = any || (at >= pl && at - pl < w);
+              }
+              every_window_inside = every_window_inside && any;
+            }
+            if (!every_window_inside) continue;
+            for (bool is_signed : {false, true}) {
+              SCOPED_TRACE("w=" + std::to_string(w) + " kw=" + std::to_string(kw) +
+                           " sw=" + std::to_string(sw) + " dw=" + std::to_string(dw) +
+                           " pl=" + std::to_string(pl) + " signed=" + std::to_string(is_signed));
+              std::vector<uint8_t> r0(w), r1(w);
+              for (size_t i = 0; i < w; ++i) r0[i] = static_cast<uint8_t>(rng());
+              for (size_t i = 0; i < w; ++i) r1[i] = static_cast<uint8_t>(rng());
+              const uint8_t* rows[2] = {r0.data(), r1.data()};
+              const Q8MaxPoolRow g{w, ow, kw, sw, dw, pl, is_signed};
+              std::vector<uint8_t> scratch(q8_max_pool_scratch_bytes(g));
+              std::vector<uint8_t> want(ow), got(ow + 1, 0xA5);
+              q8_max_pool_row__scalar(rows, 2, g, scratch.data(), want.data());
+              avx512::q8_max_pool_row__avx512(rows, 2, g, scratch.data(), got.data());
+              EXPECT_EQ(got[ow], 0xA5) << "wrote past the row";
+              got.resize(ow);
+              EXPECT_EQ(got, want);
+            }
+          }
 }
 
 TEST(CpuPool, AveragePoolMatchesReference) {

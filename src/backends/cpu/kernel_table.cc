@@ -182,7 +182,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {"",  "IsNaN",         9, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
   {"",  "IsInf",         10, kMax, R::kFloat32, nullptr, elementwise_map, "kernels/elementwise_map.cc"},
   // Pooling, 2-D windows and global (kernels/pool.cc).
-  {"",  "MaxPool",       1, kMax, R::kFloat32, claims_pool, pool, "kernels/pool.cc"},
+  {"",  "MaxPool",       1, kMax, R::kFloat32Or8Bit, claims_pool, pool, "kernels/pool.cc"},
   {"",  "AveragePool",   1, kMax, R::kFloat32, claims_pool, pool, "kernels/pool.cc"},
   {"",  "GlobalAveragePool", 1, kMax, R::kFloat32, nullptr, pool, "kernels/pool.cc"},
   {"",  "GlobalMaxPool", 1, kMax, R::kFloat32, nullptr, pool, "kernels/pool.cc"},
@@ -236,6 +236,10 @@ bool dtypes_meet(DTypeRule rule, const std::vector<ir::ValueType>& types) {
     case DTypeRule::kAny:
     case DTypeRule::kQuantized: return true;
     case DTypeRule::kFloat32Data: return types.empty() || float32_or_unknown(types[0]);
+    case DTypeRule::kFloat32Or8Bit:
+      return types.empty() || float32_or_unknown(types[0]) ||
+             (types[0].is_tensor() &&
+              (types[0].dtype == DType::kUInt8 || types[0].dtype == DType::kInt8));
     case DTypeRule::kFloat32: break;
   }
   for (const ir::ValueType& t : types)

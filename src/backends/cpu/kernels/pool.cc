@@ -1,4 +1,4 @@
-// CPU kernels of the float32 NCHW pools:
+// CPU kernels of the float32 NCHW pools (MaxPool also of uint8 / int8):
 //   MaxPool / AveragePool, 2-D, any kernel / stride / pads / dilations / auto_pad / ceil_mode:
 //     separable, per (n, c) plane: max and sum over a KH x KW window are a reduction along the
 //     row (KW taps) followed by one down the column (KH taps), so a plane costs
@@ -15,6 +15,8 @@
 //     MaxPool 3x3 / 2 with top / left pads <= 1 (CNN stems) takes the vector table's one-call-per-
 //     plane kernel where the ISA has one (vertical max of three rows, then three neighbours at
 //     every other column).
+//     8-bit MaxPool (QDQ models' pools, passes/fuse_qdq_max_pool.cc): the window's rows
+//     reduced into one padded row, then the taps along it, one micro-kernel call per output row.
 //   GlobalAveragePool / GlobalMaxPool, any rank >= 3: one reduction per plane.
 // Planes are spread over the thread pool.
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "backends/cpu/kernels/vector_ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "backends/cpu/ukernels/q8_ukernels.h"
 #include "ops/conv_geometry.h"
 
 namespace peregrine::cpu {
@@ -52,7 +55,9 @@ class WindowPoolKernel : public PreparedKernel {
 
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    if (x.dtype() != DType::kFloat32 || x.rank() != 4 || (max_ && ctx.wants_output(1)))
+    const bool eight_bit = x.dtype() == DType::kUInt8 || x.dtype() == DType::kInt8;
+    if ((x.dtype() != DType::kFloat32 && !(max_ && eight_bit)) || x.rank() != 4 ||
+        (max_ && ctx.wants_output(1)))
       return run_reference(ctx);
     PG_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ctx.attrs().get_ints("kernel_shape"));
     PG_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.attrs().get_int("ceil_mode", 0));
@@ -88,6 +93,7 @@ class WindowPoolKernel : public PreparedKernel {
       }
       if (rows_in == 0) return run_reference(ctx);
     }
+    if (eight_bit) return run_8bit(x, g, y, ctx.num_threads());
     const float* px = x.data<float>();
     float* py = y.data<float>();
     if (max_ && uk_.max_pool_3x3s2 && kh == 3 && kw == 3 && sh == 2 && sw == 2 && dh == 1 &&
@@ -159,6 +165,37 @@ class WindowPoolKernel : public PreparedKernel {
   }
 
  private:
+  // MaxPool of uint8 / int8 values (a quantized model's pool, fuse_qdq_max_pool): one
+  // micro-kernel call per output row, given the window's rows inside the image.
+  Status run_8bit(const Tensor& x, const WindowGeometry& g, Tensor& y, int num_threads) const {
+    const int64_t in_h = x.dim(2), in_w = x.dim(3), out_h = g.output[0], out_w = g.output[1];
+    const Q8MaxPoolRow row{static_cast<size_t>(in_w),          static_cast<size_t>(out_w),
+                           static_cast<size_t>(g.kernel[1]),   static_cast<size_t>(g.strides[1]),
+                           static_cast<size_t>(g.dilations[1]), static_cast<size_t>(g.pads_begin[1]),
+                           x.dtype() == DType::kInt8};
+    const Q8MaxPoolRowFn pool_row = uk_.isa >= Isa::kAvx512 ? avx512::q8_max_pool_row__avx512
+                                                            : q8_max_pool_row__scalar;
+    const uint8_t* px = static_cast<const uint8_t*>(x.raw());
+    uint8_t* py = static_cast<uint8_t*>(y.raw());
+    auto plane_task = [&](int64_t p, int) {
+      thread_local std::vector<uint8_t> scratch;
+      thread_local std::vector<const uint8_t*> rows;
+      scratch.resize(std::max(scratch.size(), q8_max_pool_scratch_bytes(row)));
+      rows.resize(static_cast<size_t>(g.kernel[0]));
+      const uint8_t* in = px + p * in_h * in_w;
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        size_t n = 0;
+        for (int64_t ki = 0; ki < g.kernel[0]; ++ki) {
+          const int64_t ih = oh * g.strides[0] - g.pads_begin[0] + ki * g.dilations[0];
+          if (ih >= 0 && ih < in_h) rows[n++] = in + ih * in_w;
+        }
+        pool_row(rows.data(), n, row, scratch.data(), py + (p * out_h + oh) * out_w);
+      }
+    };
+    cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), num_threads, plane_task);
+    return Status::ok();
+  }
+
   // AveragePool: a row of window sums divided by the kernel size (count_include_pad) or by
   // its in-bounds taps, rows_in x the column's count.
   void scale_row(float* out_row, int64_t out_w, int64_t rows_in, float kernel_size,

@@ -165,4 +165,28 @@ void q8_add__avx512(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddPar
                     uint8_t* c);
 }  // namespace avx512
 
+// One output row of an 8-bit MaxPool: `rows` the window's input rows inside the image (nrows
+// >= 1, each w bytes); out[ox] = max over those rows and over taps j whose column
+// ox * sw - pl + j * dw lies in [0, w). Every window has a tap inside (the caller checks).
+// `scratch`: q8_max_pool_scratch_bytes(g) bytes.
+struct Q8MaxPoolRow {
+  size_t w, ow, kw, sw, dw, pl;
+  bool is_signed;  // int8 (else uint8)
+};
+// The padded row's length: every column a tap of any output reads, plus a vector of slack.
+inline size_t q8_max_pool_padded_bytes(const Q8MaxPoolRow& g) {
+  return g.pl + g.w + (g.ow + 1) * g.sw + g.kw * g.dw + 64;
+}
+inline size_t q8_max_pool_scratch_bytes(const Q8MaxPoolRow& g) {
+  return 2 * q8_max_pool_padded_bytes(g) + 512;  // the padded row, its even / odd halves
+}
+using Q8MaxPoolRowFn = void (*)(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g,
+                                uint8_t* scratch, uint8_t* out);
+void q8_max_pool_row__scalar(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g,
+                             uint8_t* scratch, uint8_t* out);
+namespace avx512 {
+void q8_max_pool_row__avx512(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g,
+                             uint8_t* scratch, uint8_t* out);
+}  // namespace avx512
+
 }  // namespace peregrine::cpu
