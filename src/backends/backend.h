@@ -66,6 +66,8 @@ class KernelContext {
   // leaves elements unwritten.
   Tensor& output_for_overwrite(size_t i);
   Tensor& allocate_output(size_t i, DType dtype, const Shape& shape);
+  // allocate_output for a kernel that writes every element (as output_for_overwrite).
+  Tensor& allocate_output_for_overwrite(size_t i, DType dtype, const Shape& shape);
   void set_output(size_t i, Tensor t) {
     outputs_[i] = RuntimeValue::of(std::move(t));
     bound_[i] = kUnbound;

@@ -44,6 +44,14 @@ Tensor& KernelContext::allocate_output(size_t i, DType dtype, const Shape& shape
   return outputs_[i].tensor;
 }
 
+Tensor& KernelContext::allocate_output_for_overwrite(size_t i, DType dtype, const Shape& shape) {
+  RuntimeValue& v = outputs_[i];
+  if (bound_[i] == kBoundNeedsZero && v.is_tensor() && v.tensor.dtype() == dtype &&
+      v.tensor.shape() == shape)
+    return output_for_overwrite(i);
+  return allocate_output(i, dtype, shape);
+}
+
 void KernelRegistry::add(const std::string& domain, const std::string& op_type, KernelFn fn) {
   kernels_[{domain, op_type}] = std::move(fn);
 }

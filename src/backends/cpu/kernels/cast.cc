@@ -43,7 +43,7 @@ class CastKernel : public PreparedKernel {
     const bool widen = to_ == DType::kFloat32 && (from == DType::kFloat16 || from == DType::kBFloat16);
     const bool narrow = from == DType::kFloat32 && (to_ == DType::kFloat16 || to_ == DType::kBFloat16);
     if (!widen && !narrow) return run_reference(ctx);
-    Tensor& y = ctx.allocate_output(0, to_, x.shape());
+    Tensor& y = ctx.allocate_output_for_overwrite(0, to_, x.shape());
     const int64_t n = x.numel();
     const int64_t tasks = std::max<int64_t>(1, (n + kElementsPerTask - 1) / kElementsPerTask);
     const int threads = n < kElementsPerTask ? 1 : ctx.num_threads();

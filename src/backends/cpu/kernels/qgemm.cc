@@ -37,7 +37,7 @@ class QGemmKernel : public PreparedKernel {
       return run_reference(ctx);
     Shape out_shape = a.shape();
     out_shape.back() = n_;
-    Tensor& y = ctx.allocate_output(0, out_type_, out_shape);
+    Tensor& y = ctx.allocate_output_for_overwrite(0, out_type_, out_shape);
     const int64_t rows = a.numel() / std::max<int64_t>(k_, 1);
     if (rows == 0) return Status::ok();
     uint8_t* yt = transposed_.get(static_cast<size_t>(n_ * rows));  // Y^T [n, rows]

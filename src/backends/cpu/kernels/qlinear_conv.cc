@@ -62,7 +62,7 @@ class QLinearConvKernel : public PreparedKernel {
       return fallback(ctx);
     PG_ASSIGN_OR_RETURN(quantize_util::ConvGeometry g,
                         quantize_util::conv_geometry(ctx.attrs(), x.shape(), w_shape_));
-    Tensor& y = ctx.allocate_output(0, out_type_, g.output);
+    Tensor& y = ctx.allocate_output_for_overwrite(0, out_type_, g.output);
     const int64_t batch = x.dim(0), h = x.dim(2), w = x.dim(3);
     const int64_t oh = g.output[2], ow = g.output[3], pixels = oh * ow;
     const int64_t cg = channels_ / group_, mg = out_channels_ / group_;

@@ -68,7 +68,7 @@ class QuantizeLinearKernel : public PreparedKernel {
     } else {
       layout.inner = x.numel();
     }
-    Tensor& y = ctx.allocate_output(0, quantize_ ? q_type : DType::kFloat32, x.shape());
+    Tensor& y = ctx.allocate_output_for_overwrite(0, quantize_ ? q_type : DType::kFloat32, x.shape());
     const bool is_signed = q_type == DType::kInt8;
     const float* scales = scale.data<float>();
     auto zero_point = [&](int64_t c) -> int32_t {
@@ -133,7 +133,7 @@ class QLinearAddKernel : public PreparedKernel {
     const Q8AddParams p{param(1), param(2), param(4), param(5), param(6),
                         static_cast<int32_t>(param(7)), c_signed ? -128 : 0, c_signed ? 127 : 255,
                         a.dtype() == DType::kInt8, b.dtype() == DType::kInt8};
-    Tensor& c = ctx.allocate_output(0, c_type, a.shape());
+    Tensor& c = ctx.allocate_output_for_overwrite(0, c_type, a.shape());
     const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
     const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
     uint8_t* pc = static_cast<uint8_t*>(c.raw());
@@ -166,7 +166,7 @@ class QuantizeDequantizeKernel : public PreparedKernel {
     const float s = scale.data<float>()[0];
     const int32_t zp = zero ? static_cast<int32_t>(zero->get_as_double(0)) : 0;
     const bool is_signed = zero && zero->dtype() == DType::kInt8;
-    Tensor& y = ctx.allocate_output(0, DType::kFloat32, x.shape());
+    Tensor& y = ctx.allocate_output_for_overwrite(0, DType::kFloat32, x.shape());
     const float* px = x.data<float>();
     float* py = y.data<float>();
     const Q8FakeQuantizeFn fn =
@@ -194,7 +194,7 @@ class TableLookupKernel : public PreparedKernel {
     const Tensor& table = ctx.input(1);
     if (!is_8bit(x.dtype()) || !is_8bit(table.dtype()) || table.numel() != 256)
       return run_reference(ctx);
-    Tensor& y = ctx.allocate_output(0, table.dtype(), x.shape());
+    Tensor& y = ctx.allocate_output_for_overwrite(0, table.dtype(), x.shape());
     const uint8_t* px = static_cast<const uint8_t*>(x.raw());
     const uint8_t* pt = static_cast<const uint8_t*>(table.raw());
     uint8_t* py = static_cast<uint8_t*>(y.raw());

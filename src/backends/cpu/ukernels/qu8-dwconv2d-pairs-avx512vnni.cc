@@ -125,6 +125,13 @@ void pair_row_any(const uint8_t* low, const uint8_t* high, size_t w, int32_t zer
   pair_row<Sw, false, true>(low, high, w, zero, even, odd);
 }
 
+// n zeros from p with vector stores: the pads are a few entries per row, where the memset
+// call a compiler makes of a plain loop costs more than the stores.
+inline void zero_ints(int32_t* p, size_t n) {
+  for (; n >= 16; n -= 16, p += 16) _mm512_storeu_si512(p, _mm512_setzero_si512());
+  if (n) _mm512_mask_storeu_epi32(p, static_cast<__mmask16>((1u << n) - 1u), _mm512_setzero_si512());
+}
+
 }  // namespace
 
 void qu8_pair_rows__avx512vnni(const uint8_t* src, size_t h, size_t w, int32_t zero, size_t pt,
@@ -163,8 +170,8 @@ void qu8_pair_rows__avx512vnni(const uint8_t* src, size_t h, size_t w, int32_t z
     };
     for (size_t r = 0; r <= last; ++r) {
       int32_t* dst = pairs + r * pwp;
-      for (size_t k = 0; k < begin[0]; ++k) dst[k] = 0;
-      for (size_t k = begin[0] + w; k < pwp; ++k) dst[k] = 0;
+      zero_ints(dst, begin[0]);
+      zero_ints(dst + begin[0] + w, pwp - begin[0] - w);
     }
     for (size_t x = 0; x < w; x += 16) {
       const __mmask16 m = w - x >= 16 ? static_cast<__mmask16>(0xFFFF)
@@ -188,11 +195,11 @@ void qu8_pair_rows__avx512vnni(const uint8_t* src, size_t h, size_t w, int32_t z
       std::fill(dst, dst + sw * pwp, 0);
       continue;
     }
-    // The pads: a few entries each side of each phase (plain loops: cheaper than memset calls).
+    // The pads: a few entries each side of each phase.
     for (size_t p = 0; p < sw; ++p) {
       int32_t* phase = dst + p * pwp;
-      for (size_t k = 0; k < begin[p]; ++k) phase[k] = 0;
-      for (size_t k = begin[p] + count[p]; k < pwp; ++k) phase[k] = 0;
+      zero_ints(phase, begin[p]);
+      zero_ints(phase + begin[p] + count[p], pwp - begin[p] - count[p]);
     }
     if (sw == 1) {
       pair_row_any<1>(low, high, w, zero, dst + begin[0], nullptr);
