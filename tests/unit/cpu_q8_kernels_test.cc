@@ -244,6 +244,11 @@ TEST(CpuQLinearConv, MatchesReference) {
   check_qlinear_conv({1, 3, 17, 19, 3, 5, 5, 3, {2, 2}, {2, 2, 2, 2}, {1, 1}, true, false, true});
   check_qlinear_conv({1, 3, 15, 20, 3, 3, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, true, true, false});
   check_qlinear_conv({1, 2, 14, 23, 2, 3, 3, 2, {3, 3}, {1, 1, 1, 1}, {1, 1}, true, true, false});
+  // Stride 1 down with 5x5 and 7x7 taps (two output rows at a time, an odd one left over),
+  // rows wider than one 64-byte load, a 1x8 kernel (two tap groups, one row).
+  check_qlinear_conv({1, 3, 11, 70, 3, 5, 5, 3, {1, 1}, {2, 2, 2, 2}, {1, 1}, true, true, false});
+  check_qlinear_conv({1, 2, 9, 9, 2, 7, 7, 2, {1, 1}, {3, 3, 3, 3}, {1, 1}, true, true, true});
+  check_qlinear_conv({1, 2, 5, 30, 2, 1, 8, 2, {1, 2}, {0, 3, 0, 4}, {1, 1}, true, true, false});
   // An empty batch (an empty output), and an empty image whose outputs see only padding.
   check_qlinear_conv({0, 4, 6, 5, 4, 3, 3, 4, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, true, false});
   check_qlinear_conv({1, 4, 0, 5, 4, 3, 3, 4, {1, 1}, {2, 1, 2, 1}, {1, 1}, true, true, false});
@@ -343,6 +348,29 @@ TEST(CpuQu8Dwconv, KernelsAgreeExactly) {
       for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "avx512 at " << i;
     }
     if (!cpu::isa_supported(cpu::Isa::kAvx512) || !cpu::cpu_features().avx512_vnni) continue;
+    if (cpu::cpu_features().avx512_vbmi) {
+      // The image-bytes kernel: taps as quads per row, the zero point folded into the bias.
+      ASSERT_TRUE(cpu::avx512vnni_vbmi::qu8_dwconv2d_bytes_supported(g));
+      std::vector<int32_t> quads;
+      int32_t sum = 0;
+      for (size_t i = 0; i < c.kh; ++i)
+        for (size_t q = 0; q < (c.kw + 3) / 4; ++q) {
+          uint32_t quad = 0;
+          for (size_t b = 0; b < 4 && 4 * q + b < c.kw; ++b) {
+            quad |= static_cast<uint32_t>(static_cast<uint8_t>(w[i * c.kw + 4 * q + b])) << (8 * b);
+            sum += w[i * c.kw + 4 * q + b];
+          }
+          quads.push_back(static_cast<int32_t>(quad));
+        }
+      std::vector<uint8_t> zero_row(c.w + 128), index(128);
+      cpu::avx512vnni_vbmi::qu8_dwconv2d_bytes_index(g, index.data());
+      std::fill(got.begin(), got.end(), 0xEE);
+      cpu::avx512vnni_vbmi::qu8_dwconv2d_bytes__avx512vnni_vbmi(
+          image.data(), c.h, c.w, static_cast<uint8_t>(x_zero), c.pt, c.pl, zero_row.data(),
+          index.data(), quads.data(), g, bias - x_zero * sum, scale, out, got.data());
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "bytes at " << i;
+      ASSERT_EQ(got.back(), 0xEE);  // nothing written past the output
+    }
     ASSERT_EQ(cpu::avx512vnni::qu8_dwconv2d_pairs_supported(g), c.sw <= 2) << "sw=" << c.sw;
     if (c.sw > 2) continue;
     const size_t kh2 = (c.kh + 1) / 2, pwp = (pw + c.sw - 1) / c.sw;

@@ -37,6 +37,10 @@ bool all_zero(const Tensor& t) {
   return true;
 }
 
+// Output pixels per task of the image-bytes depthwise kernel: enough that the per-task cost
+// stays small against the work, few enough that two threads split a layer evenly.
+constexpr int64_t kDwBytesPerTask = 4096;
+
 struct ConvGroupWeights {
   Qu8PackedA a;
   std::vector<int32_t> bias;  // B - x_zp * rowsum(w), per output channel of the group
@@ -47,9 +51,11 @@ class QLinearConvKernel : public PreparedKernel {
  public:
   std::string name() const override {
     if (depthwise())
-      return std::string("cpu/qlinear-conv-dwconv-") + (dwconv_ == qu8_dwconv2d__scalar ? "scalar"
-                                                        : dw_wpairs_.empty()            ? "avx512"
-                                                                             : "pairs-avx512vnni");
+      return std::string("cpu/qlinear-conv-dwconv-") +
+             (dwconv_ == qu8_dwconv2d__scalar ? "scalar"
+              : !dw_wquads_.empty()           ? "bytes-avx512vnni-vbmi"
+              : dw_wpairs_.empty()            ? "avx512"
+                                              : "pairs-avx512vnni");
     return std::string("cpu/qlinear-conv-") + kernel_->name;
   }
 
@@ -181,12 +187,40 @@ class QLinearConvKernel : public PreparedKernel {
                                 static_cast<size_t>(pw)};
     const int64_t out_plane = g.output[2] * g.output[3];
     if (out_plane == 0 || batch * channels_ == 0) return Status::ok();  // an empty output
-    // The pair-plane kernel where the CPU has it and the geometry fits; else dwconv_.
-    const bool pairs = !dw_wpairs_.empty() && avx512vnni::qu8_dwconv2d_pairs_supported(geo);
+    // The image-bytes kernel where the CPU has it and the geometry fits; else the pair-plane
+    // kernel likewise; else dwconv_.
+    const bool bytes =
+        !dw_wquads_.empty() && avx512vnni_vbmi::qu8_dwconv2d_bytes_supported(geo);
+    const bool pairs =
+        !bytes && !dw_wpairs_.empty() && avx512vnni::qu8_dwconv2d_pairs_supported(geo);
+    const size_t groups = (static_cast<size_t>(kw) + 3) / 4;
     const size_t pwp = (static_cast<size_t>(pw) + geo.sw - 1) / geo.sw;
     const int64_t kh2 = (kh + 1) / 2;
     const uint8_t* in = static_cast<const uint8_t*>(x.raw());
     uint8_t* out = static_cast<uint8_t*>(y.raw());
+    if (bytes) {
+      // Tasks of whole channel runs (small maps have hundreds of channels of a few rows each);
+      // the vpermb indices are the node's.
+      alignas(64) uint8_t index[128];
+      avx512vnni_vbmi::qu8_dwconv2d_bytes_index(geo, index);
+      const int64_t planes = batch * channels_;
+      const int64_t per_task =
+          std::clamp<int64_t>(kDwBytesPerTask / std::max<int64_t>(out_plane, 1), 1, planes);
+      auto run_planes = [&](int64_t task, int) {
+        thread_local GrowBuffer<uint8_t> zero_row;
+        uint8_t* zeros = zero_row.get(static_cast<size_t>(w) + 128);
+        for (int64_t t = task * per_task; t < std::min(planes, (task + 1) * per_task); ++t) {
+          const int64_t c = t % channels_;
+          avx512vnni_vbmi::qu8_dwconv2d_bytes__avx512vnni_vbmi(
+              in + t * h * w, static_cast<size_t>(h), static_cast<size_t>(w),
+              static_cast<uint8_t>(x_zero_), static_cast<size_t>(pt), static_cast<size_t>(pl),
+              zeros, index, dw_wquads_.data() + c * kh * static_cast<int64_t>(groups), geo,
+              dw_bias_bytes_[c], dw_scale_[c], output_, out + t * out_plane);
+        }
+      };
+      cpu_thread_pool().parallel_for((planes + per_task - 1) / per_task, num_threads, run_planes);
+      return Status::ok();
+    }
     auto task = [&](int64_t t, int) {
       const int64_t c = t % channels_;
       if (pairs) {
@@ -234,6 +268,9 @@ class QLinearConvKernel : public PreparedKernel {
   // channel, no GEMM.
   std::vector<int8_t> dw_weights_;
   std::vector<int32_t> dw_wpairs_;  // for the pair-plane kernel (AVX512-VNNI); else empty
+  // For the image-bytes kernel (AVX512-VNNI + VBMI; else empty): taps as quads per kernel row,
+  // and the bias less x's zero point times the taps' sum.
+  std::vector<int32_t> dw_wquads_, dw_bias_bytes_;
   std::vector<int32_t> dw_bias_;
   std::vector<float> dw_scale_;
   Qu8DwconvFn dwconv_ = qu8_dwconv2d__scalar;
@@ -315,6 +352,25 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
                                    0,
                                    0,
                                    0};
+      if (cpu_features().avx512_vnni && cpu_features().avx512_vbmi) {
+        // Taps (i, 4q..4q + 3) as one int32 of four bytes: the image-bytes kernel's weights.
+        const int64_t kh = w->dim(2), kw = w->dim(3), groups = (kw + 3) / 4;
+        for (int64_t oc = 0; oc < m; ++oc) {
+          const int8_t* tw = wd + oc * kh * kw;
+          int32_t sum = 0;
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t q = 0; q < groups; ++q) {
+              uint32_t quad = 0;
+              for (int64_t b = 0; b < 4 && 4 * q + b < kw; ++b) {
+                quad |= static_cast<uint32_t>(static_cast<uint8_t>(tw[i * kw + 4 * q + b]))
+                        << (8 * b);
+                sum += tw[i * kw + 4 * q + b];
+              }
+              kernel->dw_wquads_.push_back(static_cast<int32_t>(quad));
+            }
+          kernel->dw_bias_bytes_.push_back(kernel->dw_bias_[oc] - kernel->x_zero_ * sum);
+        }
+      }
       if (cpu_features().avx512_vnni && avx512vnni::qu8_dwconv2d_pairs_supported(taps)) {
         // Taps (2i, j) and (2i + 1, j) as one int32 pair: the pair-plane kernel's weights.
         const int64_t kh = w->dim(2), kw = w->dim(3), kh2 = (kh + 1) / 2;

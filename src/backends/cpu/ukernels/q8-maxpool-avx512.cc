@@ -7,6 +7,11 @@
 #include <algorithm>
 #include <cstring>
 
+// GCC 12's AVX-512 intrinsics pass an _mm256_undefined_*() pass-through operand that
+// -W(maybe-)uninitialized reports once inlined; it is never read (the mask is all ones).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
 namespace peregrine::cpu::avx512 {

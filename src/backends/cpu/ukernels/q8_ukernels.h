@@ -101,6 +101,25 @@ void qu8_dwconv2d_pairs__avx512vnni(const int32_t* pairs, const int32_t* wpairs,
                                     const Qu8DwconvGeometry& g, size_t pwp, int32_t bias,
                                     float scale, const Qu8Output& out, uint8_t* y);
 }  // namespace avx512vnni
+// The same straight from the uint8 image (h x w, no plane; outside it the zero point): each
+// kernel row's taps in groups of four as one vpdpbusd (image bytes unsigned, taps signed), the
+// four bytes of each of 16 outputs gathered with vpermb from one 64-byte load of the row.
+// `wquads`: kh x ceil(kw / 4) int32, quad (i, q) = taps w[i][4q..4q+3] (zero past kw); `bias`
+// here already less zero * sum(w) (the pads and the image both count the zero point in).
+// `index`: what qu8_dwconv2d_bytes_index writes for g (the vpermb indices: byte 4t + b of
+// group q is output t's tap 4q + b, zero past kw). `zero_row`: w + 128 bytes of scratch.
+// g.pw is unused. Supported: kh <= 8, kw <= 8 and
+// 15 * sw + (kw - 1) * dw <= 63 (one load covers the 16 outputs' taps).
+namespace avx512vnni_vbmi {
+bool qu8_dwconv2d_bytes_supported(const Qu8DwconvGeometry& g);
+// ceil(kw / 4) x 64 bytes; depends on g's kw, sw and dw only.
+void qu8_dwconv2d_bytes_index(const Qu8DwconvGeometry& g, uint8_t* index);
+void qu8_dwconv2d_bytes__avx512vnni_vbmi(const uint8_t* image, size_t h, size_t w, uint8_t zero,
+                                         size_t pt, size_t pl, uint8_t* zero_row,
+                                         const uint8_t* index, const int32_t* wquads,
+                                         const Qu8DwconvGeometry& g, int32_t bias, float scale,
+                                         const Qu8Output& out, uint8_t* y);
+}  // namespace avx512vnni_vbmi
 // dst[i] = src[i] - zero as int16: a row of the depthwise kernels' plane.
 using Qu8WidenFn = void (*)(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
 void qu8_widen__scalar(const uint8_t* src, size_t n, int32_t zero, int16_t* dst);
