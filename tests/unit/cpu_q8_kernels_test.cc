@@ -85,6 +85,58 @@ void check_gemm(const cpu::Qu8GemmKernelInfo& kernel, const GemmCase& gc, int th
   ASSERT_EQ(ct, c);
 }
 
+// qu8_gemm_conv (B packed from the image) equals qu8_gemm on the im2col matrix, exactly, with
+// every kernel this CPU runs: strides 1 and 2 across (and 2 down), "same" and other pads,
+// dilations, outputs narrower than a panel, depths not a multiple of four.
+TEST(CpuQu8Gemm, ConvPackedFromTheImageMatchesIm2col) {
+  struct Geometry {
+    int64_t c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  };
+  const cpu::Qu8Output out{.zero_point = 9, .lo = 0, .hi = 255, .is_signed = false};
+  for (const cpu::Qu8GemmKernelInfo* kernel : cpu::qu8_gemm_kernels_runnable())
+    for (const Geometry& q :
+         {Geometry{3, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, Geometry{5, 9, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},
+          Geometry{4, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, Geometry{3, 20, 19, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
+          Geometry{6, 15, 14, 3, 3, 2, 2, 1, 1, 1, 0, 2, 1}, Geometry{2, 9, 70, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
+          Geometry{3, 12, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}, Geometry{2, 10, 30, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},
+          Geometry{2, 7, 5, 3, 3, 1, 2, 2, 1, 1, 3, 0, 2}, Geometry{1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}}) {
+      SCOPED_TRACE(std::string(kernel->name) + " c=" + std::to_string(q.c) + " " +
+                   std::to_string(q.h) + "x" + std::to_string(q.w) + " k=" + std::to_string(q.kh) +
+                   "x" + std::to_string(q.kw) + " s=" + std::to_string(q.sh) + "," +
+                   std::to_string(q.sw) + " d=" + std::to_string(q.dh) + "," + std::to_string(q.dw));
+      const int64_t oh = (q.h + q.pt + q.pb - (q.kh - 1) * q.dh - 1) / q.sh + 1;
+      const int64_t ow = (q.w + q.pl + q.pr - (q.kw - 1) * q.dw - 1) / q.sw + 1;
+      const int64_t m = 19, k = q.c * q.kh * q.kw, n = oh * ow;
+      const uint8_t x_zero = 117;
+      const auto image = random_ints<uint8_t>(static_cast<size_t>(q.c * q.h * q.w), 0, 255, 41);
+      std::vector<uint8_t> cols(static_cast<size_t>(k * n));
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t ch = r / (q.kh * q.kw), i = r / q.kw % q.kh, j = r % q.kw;
+        for (int64_t p = 0; p < n; ++p) {
+          const int64_t iy = p / ow * q.sh - q.pt + i * q.dh, ix = p % ow * q.sw - q.pl + j * q.dw;
+          cols[r * n + p] = iy >= 0 && iy < q.h && ix >= 0 && ix < q.w
+                                ? image[(ch * q.h + iy) * q.w + ix]
+                                : x_zero;
+        }
+      }
+      const auto w = random_ints<int8_t>(static_cast<size_t>(m * k), -127, 127, 42);
+      const auto packed = cpu::Qu8PackedA::pack(*kernel, w.data(), k, m, k);
+      std::vector<int32_t> bias(m, -300);
+      std::vector<float> scale(m, 0.0007f);
+      const cpu::Qu8Requant rq{bias.data(), scale.data(), out};
+      std::vector<uint8_t> want(m * n), got(m * n);
+      cpu::qu8_gemm(m, n, packed, cols.data(), n, want.data(), n, rq, 1);
+      const cpu::Qu8ConvImage conv{image.data(), q.c,  q.h,  q.w,  oh,   ow,   q.kh, q.kw,
+                                   q.sh,         q.sw, q.dh, q.dw, q.pt, q.pl, x_zero};
+      ASSERT_TRUE(cpu::qu8_conv_packs_directly(q.sw));
+      for (int threads : {1, 2}) {
+        std::fill(got.begin(), got.end(), 0);
+        cpu::qu8_gemm_conv(m, packed, conv, got.data(), n, rq, threads);
+        ASSERT_EQ(got, want) << "threads=" << threads;
+      }
+    }
+}
+
 TEST(CpuQu8Gemm, MatchesNaiveLoopExactly) {
   const cpu::Qu8Output u8{.zero_point = 3, .lo = 0, .hi = 255, .is_signed = false};
   const cpu::Qu8Output s8{.zero_point = -5, .lo = -128, .hi = 127, .is_signed = true};

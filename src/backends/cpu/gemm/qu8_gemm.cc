@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/aligned_buffer.h"
@@ -17,10 +18,12 @@ namespace {
 const Qu8GemmKernelInfo kVnniKernel = {
     "qu8_gemm_ukernel_14x32__avx512vnni", avx512vnni::qu8_gemm_ukernel_14x32__avx512vnni,
     avx512vnni::qu8_pack_b_32__avx512vnni, avx512vnni::qu8_pack_conv_b_32__avx512vnni,
-    avx512vnni::kQu8GemmMr, avx512vnni::kQu8GemmNr};
+    avx512vnni::qu8_pack_conv_strided_b_32__avx512vnni, avx512vnni::kQu8GemmMr, avx512vnni::kQu8GemmNr};
 const Qu8GemmKernelInfo kScalarKernel = {"qu8_gemm_ukernel_4x8__scalar",
                                          qu8_gemm_ukernel_4x8__scalar, qu8_pack_b_8__scalar,
-                                         qu8_pack_conv_b_8__scalar, kQu8ScalarMr, kQu8ScalarNr};
+                                         qu8_pack_conv_b_8__scalar,
+                                         qu8_pack_conv_strided_b_8__scalar, kQu8ScalarMr,
+                                         kQu8ScalarNr};
 
 // The packed B block of a task stays in L2 (1 MiB here) with room for the A panel streaming
 // through.
@@ -139,8 +142,27 @@ void gemm(int64_t m, int64_t n, const Qu8PackedA& a, const PackBlockFn& pack_blo
   cpu_thread_pool().parallel_for(n_blocks * parts_m, num_threads, task);
 }
 
-// Per tap of a panel's columns [first, first + nr): bit t where the input of output pixel
-// first + t lies inside the image; rows and columns of the image checked apart, then combined.
+// Bit 2t set for each bit t of `lanes`: the bytes of lanes read at stride 2.
+uint64_t even_bytes(uint32_t lanes) {
+  uint64_t x = lanes;
+  x = (x | x << 16) & 0x0000FFFF0000FFFFull;
+  x = (x | x << 8) & 0x00FF00FF00FF00FFull;
+  x = (x | x << 4) & 0x0F0F0F0F0F0F0F0Full;
+  x = (x | x << 2) & 0x3333333333333333ull;
+  x = (x | x << 1) & 0x5555555555555555ull;
+  return x;
+}
+
+// Bits [lo, hi) of 32.
+uint32_t lane_range(int64_t lo, int64_t hi) {
+  if (lo >= hi) return 0;
+  const uint64_t upto = (uint64_t{1} << hi) - 1, below = (uint64_t{1} << lo) - 1;
+  return static_cast<uint32_t>(upto & ~below);
+}
+
+// Contiguous panels (Qu8ConvPanel): per tap of the panel's columns [first, first + nr), bit t
+// where the input of output pixel first + t lies inside the image; rows and columns of the
+// image checked apart, then combined.
 void conv_panel_inside(const Qu8ConvImage& x, int64_t n, int64_t first, int nr, uint32_t* rows,
                        uint32_t* cols, uint32_t* inside) {
   std::fill(rows, rows + x.kh, 0u);
@@ -159,6 +181,49 @@ void conv_panel_inside(const Qu8ConvImage& x, int64_t n, int64_t first, int nr, 
   }
   for (int64_t i = 0; i < x.kh; ++i)
     for (int64_t j = 0; j < x.kw; ++j) inside[i * x.kw + j] = rows[i] & cols[j];
+}
+
+// A run of a panel's columns in one output row: lanes [t0, t0 + len) are output (oy, ox..).
+struct Segment {
+  int64_t oy, ox, t0, len;
+};
+
+// Strided panels (Qu8ConvStridedPanel): the segments of columns [first, first + nr), then per
+// tap and segment the lanes reading inside the image and where lane 0 would read.
+size_t conv_panel_segments(const Qu8ConvImage& x, int64_t n, int64_t first, int nr,
+                           Segment* segments) {
+  size_t count = 0;
+  int64_t oy = first / x.ow, ox = first % x.ow;
+  for (int64_t t0 = 0; t0 < nr && first + t0 < n;) {
+    const int64_t len = std::min<int64_t>({x.ow - ox, nr - t0, n - first - t0});
+    segments[count++] = {oy, ox, t0, len};
+    t0 += len;
+    ox = 0, ++oy;
+  }
+  return count;
+}
+
+void conv_panel_pieces(const Qu8ConvImage& x, const Segment* segments, size_t count,
+                       Qu8ConvPiece* pieces) {
+  const int shift = x.sw == 2 ? 1 : 0;
+  for (int64_t i = 0; i < x.kh; ++i)
+    for (int64_t j = 0; j < x.kw; ++j) {
+      const int64_t col_off = j * x.dw - x.pad_left;
+      for (size_t s = 0; s < count; ++s) {
+        const Segment& seg = segments[s];
+        Qu8ConvPiece& piece = pieces[static_cast<size_t>(i * x.kw + j) * count + s];
+        const int64_t iy = seg.oy * x.sh - x.pad_top + i * x.dh;
+        // Lane seg.t0 + u reads input column start + u * sw, inside for u in [lo, hi).
+        const int64_t start = seg.ox * x.sw + col_off;
+        const int64_t lo = start >= 0 ? 0 : (-start + x.sw - 1) >> shift;
+        const int64_t hi = x.w - 1 - start < 0 ? 0 : ((x.w - 1 - start) >> shift) + 1;
+        piece.lanes = iy >= 0 && iy < x.h ? lane_range(seg.t0 + std::min(lo, seg.len),
+                                                       seg.t0 + std::min(hi, seg.len))
+                                          : 0;
+        piece.offset = static_cast<ptrdiff_t>(iy * x.w + start - seg.t0 * x.sw);
+        piece.bytes = x.sw == 2 ? even_bytes(piece.lanes) : 0;
+      }
+    }
 }
 
 }  // namespace
@@ -194,31 +259,49 @@ void qu8_gemm_bt(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* bt, i
   gemm(m, n, a, pack, c, ldc, rq, num_threads);
 }
 
-bool qu8_conv_packs_directly(int64_t stride_h, int64_t stride_w, int64_t w, int64_t ow) {
-  return stride_h == 1 && stride_w == 1 && ow == w;
-}
+bool qu8_conv_packs_directly(int64_t stride_w) { return stride_w == 1 || stride_w == 2; }
 
 void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c,
                    int64_t ldc, const Qu8Requant& rq, int num_threads) {
   const Qu8GemmKernelInfo& kernel = *a.kernel();
   const int nr = kernel.nr;
-  const int64_t taps = x.kh * x.kw, n = x.oh * x.w;
+  const int64_t taps = x.kh * x.kw, n = x.oh * x.ow;
   const int64_t k = a.depth(), stride = ceil_div(k, 4) * nr;
-  std::vector<ptrdiff_t> offset(static_cast<size_t>(taps));
-  for (int64_t i = 0; i < x.kh; ++i)
-    for (int64_t j = 0; j < x.kw; ++j)
-      offset[i * x.kw + j] = (i * x.dh - x.pad_top) * x.w + j * x.dw - x.pad_left;
+  if (x.sw == 1 && x.sh == 1 && x.ow == x.w) {
+    // Output pixel p reads input pixel p + a tap offset: one masked load per row.
+    std::vector<ptrdiff_t> offset(static_cast<size_t>(taps));
+    for (int64_t i = 0; i < x.kh; ++i)
+      for (int64_t j = 0; j < x.kw; ++j)
+        offset[i * x.kw + j] = (i * x.dh - x.pad_top) * x.w + j * x.dw - x.pad_left;
+    auto pack = [&](int64_t j0, int64_t ncur, uint32_t* panels) {
+      thread_local GrowBuffer<uint32_t> masks;
+      uint32_t* rows = masks.get(static_cast<size_t>(x.kh + x.kw + taps));
+      uint32_t* cols = rows + x.kh;
+      uint32_t* inside = cols + x.kw;
+      for (int64_t jp = 0; jp * nr < ncur; ++jp) {
+        const int64_t first = j0 + jp * nr;
+        conv_panel_inside(x, n, first, nr, rows, cols, inside);
+        const Qu8ConvPanel panel{x.image + first, static_cast<size_t>(x.h * x.w),
+                                 static_cast<size_t>(taps), offset.data(), inside, x.pad};
+        kernel.pack_conv_panel(panel, static_cast<size_t>(k), panels + jp * stride);
+      }
+    };
+    return gemm(m, n, a, pack, c, ldc, rq, num_threads);
+  }
+  // A panel's columns span at most this many output rows.
+  const int64_t max_segments = std::min<int64_t>(nr, ceil_div(nr - 1, x.ow) + 1);
   auto pack = [&](int64_t j0, int64_t ncur, uint32_t* panels) {
-    thread_local GrowBuffer<uint32_t> masks;
-    uint32_t* rows = masks.get(static_cast<size_t>(x.kh + x.kw + taps));
-    uint32_t* cols = rows + x.kh;
-    uint32_t* inside = cols + x.kw;
+    thread_local GrowBuffer<Segment> segment_buf;
+    thread_local GrowBuffer<Qu8ConvPiece> piece_buf;
+    Segment* segments = segment_buf.get(static_cast<size_t>(max_segments));
+    Qu8ConvPiece* pieces = piece_buf.get(static_cast<size_t>(taps * max_segments));
     for (int64_t jp = 0; jp * nr < ncur; ++jp) {
-      const int64_t first = j0 + jp * nr;
-      conv_panel_inside(x, n, first, nr, rows, cols, inside);
-      const Qu8ConvPanel panel{x.image + first, static_cast<size_t>(x.h * x.w),
-                               static_cast<size_t>(taps), offset.data(), inside, x.pad};
-      kernel.pack_conv_panel(panel, static_cast<size_t>(k), panels + jp * stride);
+      const size_t count = conv_panel_segments(x, n, j0 + jp * nr, nr, segments);
+      conv_panel_pieces(x, segments, count, pieces);
+      const Qu8ConvStridedPanel panel{x.image, static_cast<size_t>(x.h * x.w),
+                                      static_cast<size_t>(taps), count,
+                                      static_cast<size_t>(x.sw), pieces, x.pad};
+      kernel.pack_conv_strided_panel(panel, static_cast<size_t>(k), panels + jp * stride);
     }
   };
   gemm(m, n, a, pack, c, ldc, rq, num_threads);

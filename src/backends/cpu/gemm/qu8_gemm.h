@@ -23,6 +23,7 @@ struct Qu8GemmKernelInfo {
   Qu8GemmUkernelFn ukernel;
   Qu8PackBFn pack_b_panel;
   Qu8PackConvBFn pack_conv_panel;
+  Qu8PackConvStridedBFn pack_conv_strided_panel;
   int mr, nr;
 };
 
@@ -78,16 +79,15 @@ void qu8_gemm_bt(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* bt, i
                  uint8_t* c, int64_t ldc, const Qu8Requant& rq, int num_threads);
 
 // A 2-D convolution's input as the B operand, its im2col matrix (K = channels * kh * kw rows,
-// N = oh * w columns) packed from the image block by block and never formed whole. Only for
-// stride 1 with the output as wide as the input (qu8_conv_packs_directly), where output pixel p
-// reads input pixel p + a per-tap offset.
+// N = oh * ow columns) packed from the image block by block and never formed whole. Strides
+// across of 1 and 2 (qu8_conv_packs_directly); any stride down, dilation and padding.
 struct Qu8ConvImage {
   const uint8_t* image;  // channels x h x w
-  int64_t channels, h, w, oh;
-  int64_t kh, kw, dh, dw, pad_top, pad_left;
+  int64_t channels, h, w, oh, ow;
+  int64_t kh, kw, sh, sw, dh, dw, pad_top, pad_left;
   uint8_t pad;  // the input's zero point
 };
-bool qu8_conv_packs_directly(int64_t stride_h, int64_t stride_w, int64_t w, int64_t ow);
+bool qu8_conv_packs_directly(int64_t stride_w);
 void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c,
                    int64_t ldc, const Qu8Requant& rq, int num_threads);
 

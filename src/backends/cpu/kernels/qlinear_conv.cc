@@ -1,6 +1,6 @@
 // CPU kernel of QLinearConv (2-D, uint8 activations, int8 weights with zero zero points, uint8
 // or int8 output): per image and group, the uint8 input as a GEMM operand (the input itself for
-// a 1x1 stride-1 unpadded conv; panels packed from the image for stride-1 "same" convs; else
+// a 1x1 stride-1 unpadded conv; panels packed from the image at strides 1 and 2 across; else
 // im2col rows padded with x's zero point, which dequantizes to 0) against the int8 weights packed once (gemm/qu8_gemm.h), requantized in the micro-kernel.
 //
 //   acc[m, p] = sum_k w[m, k] * (x[k, p] - x_zp) = sum_k w[m, k] x[k, p] - x_zp * rowsum(w)[m]
@@ -78,10 +78,9 @@ class QLinearConvKernel : public PreparedKernel {
                            g.pads_end[1] == 0;
     if (depthwise()) return run_depthwise(x, g, y, ctx.num_threads());
     const int64_t k = cg * kh * kw;
-    // Stride 1 with the output as wide as the input ("same" padding): B panels are packed from
-    // the image directly; other geometries go through an im2col matrix.
-    const bool direct =
-        !pointwise && qu8_conv_packs_directly(g.strides[0], g.strides[1], w, ow);
+    // Strides 1 and 2 across: B panels are packed from the image directly; other strides go
+    // through an im2col matrix.
+    const bool direct = !pointwise && qu8_conv_packs_directly(g.strides[1]);
     uint8_t* cols =
         pointwise || direct ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
     const uint8_t* in = static_cast<const uint8_t*>(x.raw());
@@ -93,7 +92,12 @@ class QLinearConvKernel : public PreparedKernel {
         const Qu8Requant rq{gw.bias.data(), gw.scale.data(), output_};
         uint8_t* y_group = out + (n * out_channels_ + gi * mg) * pixels;
         if (direct) {
-          const Qu8ConvImage conv{image, cg, h, w, oh, kh, kw, g.dilations[0], g.dilations[1],
+          const Qu8ConvImage conv{image,          cg,
+                                  h,              w,
+                                  oh,             ow,
+                                  kh,             kw,
+                                  g.strides[0],   g.strides[1],
+                                  g.dilations[0], g.dilations[1],
                                   g.pads_begin[0], g.pads_begin[1],
                                   static_cast<uint8_t>(x_zero_)};
           qu8_gemm_conv(mg, gw.a, conv, y_group, pixels, rq, ctx.num_threads());

@@ -32,9 +32,11 @@ using Qu8GemmUkernelFn = void (*)(size_t rows, size_t cols, size_t kq, const uin
 // rows past k and columns past cols are zero. dst: (ceil(k / 4), NR) uint32.
 using Qu8PackBFn = void (*)(const uint8_t* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
 
-// B panel of a convolution's im2col matrix packed straight from the image, for convolutions
-// whose output pixel p reads input pixel p + a per-tap offset (stride 1, output as wide as the
-// input): row r of B is (channel r / taps, tap r % taps), column t is output pixel first + t.
+// B panels of a convolution's im2col matrix packed straight from the image: row r of B is
+// (channel r / taps, tap r % taps), column t an output pixel (first + t). Two forms:
+//
+// Where output pixel p reads input pixel p + a per-tap offset (strides 1, output as wide as
+// the input), one masked load per row:
 struct Qu8ConvPanel {
   const uint8_t* image;      // channel 0's input pixel `first` (offsets are added to it)
   size_t plane;              // bytes between channels (h * w)
@@ -43,9 +45,26 @@ struct Qu8ConvPanel {
   const uint32_t* inside;    // per tap: bit t set where column t reads inside the image
   uint8_t pad;               // the value outside (x's zero point)
 };
-// Rows past k are zero, as Qu8PackBFn's; columns whose bit is clear hold `pad` (their input
-// is never read). dst: (ceil(k / 4), NR) uint32.
+// Otherwise (strides 1 and 2 across, any down), the panel's columns in `segments` runs of
+// one output row each; per tap and segment a piece whose lanes (bit t) read
+// image[channel * plane + offset + t * stride] (the lanes reading inside the image only):
+struct Qu8ConvPiece {
+  ptrdiff_t offset;
+  uint64_t bytes;  // stride 2: the lanes' bytes of a 64-byte load at offset (bit 2t per lane t)
+  uint32_t lanes;
+};
+struct Qu8ConvStridedPanel {
+  const uint8_t* image;        // channel 0's plane
+  size_t plane, taps, segments;
+  size_t stride;               // 1 or 2
+  const Qu8ConvPiece* pieces;  // [tap][segment]
+  uint8_t pad;
+};
+// Rows past k are zero, as Qu8PackBFn's; columns outside the image hold `pad` (their input is
+// never read). dst: (ceil(k / 4), NR) uint32.
 using Qu8PackConvBFn = void (*)(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
+using Qu8PackConvStridedBFn = void (*)(const Qu8ConvStridedPanel& panel, size_t k,
+                                       uint32_t* dst);
 
 // Portable kernel (any x86-64): MR = 4, NR = 8.
 inline constexpr int kQu8ScalarMr = 4;
@@ -59,6 +78,10 @@ void qu8_pack_b__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, si
 void qu8_pack_b_8__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
 void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uint32_t* dst);
 void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
+void qu8_pack_conv_strided_b__scalar(const Qu8ConvStridedPanel& panel, size_t k, size_t nr,
+                                     uint32_t* dst);
+void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k,
+                                       uint32_t* dst);
 
 namespace avx512vnni {
 inline constexpr int kQu8GemmMr = 14;
@@ -70,6 +93,8 @@ void qu8_gemm_ukernel_14x32__avx512vnni(size_t rows, size_t cols, size_t kq, con
 void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t cols,
                                uint32_t* dst);
 void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
+void qu8_pack_conv_strided_b_32__avx512vnni(const Qu8ConvStridedPanel& panel, size_t k,
+                                            uint32_t* dst);
 }  // namespace avx512vnni
 
 // Depthwise 2-D convolution of one channel: `plane` is the channel's input less its zero point

@@ -138,4 +138,48 @@ void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_
   }
 }
 
+namespace {
+
+// Each row one masked load per piece; at stride 2 the load takes 64 bytes and its even bytes
+// are the lanes.
+template <int Stride>
+void pack_conv_strided(const Qu8ConvStridedPanel& panel, size_t k, uint32_t* dst) {
+  const __m256i pad = _mm256_set1_epi8(static_cast<char>(panel.pad));
+  const size_t segments = panel.segments;
+  size_t c = 0, tap = 0;  // of row p + t, advanced row by row
+  for (size_t p = 0; p < k; p += 4, dst += 32) {
+    __m256i r[4];
+    for (size_t t = 0; t < 4; ++t) {
+      if (p + t >= k) {
+        r[t] = _mm256_setzero_si256();
+        continue;
+      }
+      const uint8_t* plane = panel.image + c * panel.plane;
+      const Qu8ConvPiece* piece = panel.pieces + tap * segments;
+      __m256i v = pad;
+      for (size_t s = 0; s < segments; ++s, ++piece) {
+        const __mmask32 lanes = static_cast<__mmask32>(piece->lanes);
+        if (Stride == 1) {
+          v = _mm256_mask_loadu_epi8(v, lanes, plane + piece->offset);
+        } else {
+          const __m512i bytes =
+              _mm512_maskz_loadu_epi8(static_cast<__mmask64>(piece->bytes), plane + piece->offset);
+          v = _mm256_mask_mov_epi8(v, lanes, _mm512_cvtepi16_epi8(bytes));
+        }
+      }
+      r[t] = v;
+      if (++tap == panel.taps) tap = 0, ++c;
+    }
+    store_quads(r, dst);
+  }
+}
+
+}  // namespace
+
+void qu8_pack_conv_strided_b_32__avx512vnni(const Qu8ConvStridedPanel& panel, size_t k,
+                                            uint32_t* dst) {
+  if (panel.stride == 1) return pack_conv_strided<1>(panel, k, dst);
+  pack_conv_strided<2>(panel, k, dst);
+}
+
 }  // namespace peregrine::cpu::avx512vnni

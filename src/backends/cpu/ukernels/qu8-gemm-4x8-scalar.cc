@@ -67,4 +67,29 @@ void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* ds
   qu8_pack_conv_b__scalar(panel, k, kNr, dst);
 }
 
+void qu8_pack_conv_strided_b__scalar(const Qu8ConvStridedPanel& panel, size_t k, size_t nr,
+                                     uint32_t* dst) {
+  for (size_t p = 0; p < k; p += 4, dst += nr)
+    for (size_t j = 0; j < nr; ++j) {
+      uint32_t quad = 0;
+      for (size_t byte = 0; byte < 4 && p + byte < k; ++byte) {
+        const size_t c = (p + byte) / panel.taps, tap = (p + byte) % panel.taps;
+        uint8_t v = panel.pad;
+        for (size_t s = 0; s < panel.segments; ++s) {
+          const Qu8ConvPiece& piece = panel.pieces[tap * panel.segments + s];
+          if (piece.lanes >> j & 1u)
+            v = panel.image[static_cast<ptrdiff_t>(c * panel.plane + j * panel.stride) +
+                            piece.offset];
+        }
+        quad |= static_cast<uint32_t>(v) << (8 * byte);
+      }
+      dst[j] = quad;
+    }
+}
+
+void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k,
+                                       uint32_t* dst) {
+  qu8_pack_conv_strided_b__scalar(panel, k, kNr, dst);
+}
+
 }  // namespace peregrine::cpu
