@@ -6,8 +6,6 @@
 // masked load's fill), which the bias has already subtracted. Contract: q8_ukernels.h.
 #include <immintrin.h>
 
-#include <type_traits>
-
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -32,83 +30,111 @@ inline __mmask64 bit_range(int64_t lo, int64_t hi) {
   return static_cast<__mmask64>(upto & ~((uint64_t{1} << lo) - 1));
 }
 
-// Kh > 0: the kernel height as a constant (the row loop unrolls); 0: g.kh. R: output rows
-// computed together where the stride and dilation down are 1.
-template <int Kh, int Groups, int R>
+// What every output row of a channel shares, held in registers.
+struct Channel {
+  __m512i index[2];                 // vpermb indices per tap group
+  __m512i w[kMaxRows * 2];          // weight quads per kernel row and group
+  __m512i vzero, bias, zp, lo, hi;  // the input's zero point (bytes); the requantization
+  __m512 scale;
+};
+
+inline __m128i requantize(const Channel& ch, __m512i acc) {
+  const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), ch.scale);
+  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), ch.zp);
+  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, ch.lo), ch.hi));
+}
+
+// Output rows oy (and oy + 1 when Two) at columns [ox, ox + 16): `rows` the input rows the
+// kernel reads, each shifted so column ox's load starts at rows[ir] + ox * sw; with Two, input
+// row ir serves output row oy with kernel row ir and row oy + 1 with kernel row ir - 1.
+// Whole: the loads lie inside the image (no mask).
+template <int Kh, int Groups, bool Two, bool Whole>
+inline void output_vector(const Channel& ch, const uint8_t* const* rows, size_t kh, size_t sw,
+                          size_t ox, __mmask64 inside, uint8_t* dst, size_t ow, size_t n) {
+  __m512i acc0 = ch.bias, acc1 = ch.bias;
+  const size_t inputs = (Kh > 0 ? static_cast<size_t>(Kh) : kh) + (Two ? 1 : 0);
+#pragma GCC unroll 9
+  for (size_t ir = 0; ir < inputs; ++ir) {
+    const uint8_t* src = rows[ir] + ox * sw;
+    const __m512i row =
+        Whole ? _mm512_loadu_si512(src) : _mm512_mask_loadu_epi8(ch.vzero, inside, src);
+#pragma GCC unroll 2
+    for (int q = 0; q < Groups; ++q) {
+      const __m512i taps = _mm512_permutexvar_epi8(ch.index[q], row);
+      if (ir < inputs - (Two ? 1 : 0)) dpbusd(acc0, taps, ch.w[ir * Groups + q]);
+      if (Two && ir > 0) dpbusd(acc1, taps, ch.w[(ir - 1) * Groups + q]);
+    }
+  }
+  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+  _mm_mask_storeu_epi8(dst + ox, m, requantize(ch, acc0));
+  if (Two) _mm_mask_storeu_epi8(dst + ow + ox, m, requantize(ch, acc1));
+}
+
+// Kh > 0: the kernel height as a constant (the row loop unrolls); 0: g.kh. Pairs: two output
+// rows at a time where the stride and dilation down are 1 (they share all input rows but one).
+template <int Kh, int Groups, bool Pairs>
 void dwconv(const uint8_t* image, size_t h, size_t w, uint8_t zero, size_t pt, size_t pl,
-            uint8_t* zero_row, const uint8_t* index_bytes, const int32_t* wquads, const Qu8DwconvGeometry& geometry, int32_t bias, float scale,
-            const Qu8Output& out, uint8_t* y) {
+            uint8_t* zero_row, const uint8_t* index_bytes, const int32_t* wquads,
+            const Qu8DwconvGeometry& geometry, int32_t bias, float scale, const Qu8Output& out,
+            uint8_t* y) {
   const Qu8DwconvGeometry g = geometry;  // a local copy: stores to y cannot alias it
   const size_t kh = Kh > 0 ? static_cast<size_t>(Kh) : g.kh;
-  __m512i index[Groups];
-  for (int q = 0; q < Groups; ++q) index[q] = _mm512_loadu_si512(index_bytes + 64 * q);
-  __m512i wv[kMaxRows * Groups];
-  for (size_t i = 0; i < kh * Groups; ++i) wv[i] = _mm512_set1_epi32(wquads[i]);
-  const __m512i vzero = _mm512_set1_epi8(static_cast<char>(zero));
+  Channel ch;
+  for (int q = 0; q < Groups; ++q) ch.index[q] = _mm512_loadu_si512(index_bytes + 64 * q);
+  for (size_t i = 0; i < kh * Groups; ++i) ch.w[i] = _mm512_set1_epi32(wquads[i]);
+  ch.vzero = _mm512_set1_epi8(static_cast<char>(zero));
+  ch.bias = _mm512_set1_epi32(bias);
+  ch.zp = _mm512_set1_epi32(out.zero_point);
+  ch.lo = _mm512_set1_epi32(out.lo);
+  ch.hi = _mm512_set1_epi32(out.hi);
+  ch.scale = _mm512_set1_ps(scale);
   // Rows above and below the image read a row of zero points.
   for (size_t x = 0; x < w + 128; x += 64)
-    _mm512_mask_storeu_epi8(zero_row + x, bit_range(0, static_cast<int64_t>(w + 128 - x)), vzero);
-  const __m512i vbias = _mm512_set1_epi32(bias), zp = _mm512_set1_epi32(out.zero_point);
-  const __m512i lo = _mm512_set1_epi32(out.lo), hi = _mm512_set1_epi32(out.hi);
-  const __m512 vscale = _mm512_set1_ps(scale);
+    _mm512_mask_storeu_epi8(zero_row + x, bit_range(0, static_cast<int64_t>(w + 128 - x)),
+                            ch.vzero);
   const int64_t iw = static_cast<int64_t>(w);
-  // Output columns whose 64-byte load lies inside the image: [x0, x1) (base = ox * sw - pl).
+  // Output columns whose 64-byte load lies inside the image: [x0, x1) (load at ox * sw - pl).
   const size_t x0 = (pl + g.sw - 1) / g.sw;
   const size_t x1 = w + pl >= 64 ? (w + pl - 64) / g.sw + 1 : 0;
-  // R output rows at a time share their input rows (stride and dilation 1 down): input row
-  // oy - pt + ir serves output row oy + r with kernel row ir - r. The last rows go one by one.
-  const uint8_t* rows[kMaxRows + R];
+  const uint8_t* rows[kMaxRows + 1];
   auto set_rows = [&](size_t oy, size_t count) {
     for (size_t ir = 0; ir < count; ++ir) {
       const int64_t iy = static_cast<int64_t>(oy * g.sh + ir * g.dh) - static_cast<int64_t>(pt);
-      // Shifted by pl, so a column's load starts at rows[ir] + ox * sw.
       rows[ir] = (iy >= 0 && iy < static_cast<int64_t>(h) ? image + iy * iw : zero_row + 64) -
                  static_cast<int64_t>(pl);
     }
   };
-  auto requantize_store = [&](__m512i acc, uint8_t* dst, size_t n) {
-    const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), vscale);
-    const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-    _mm_mask_storeu_epi8(dst, static_cast<__mmask16>((1u << n) - 1u),
-                         _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, lo), hi)));
-  };
-  // Output rows [oy, oy + Rows): every vector of 16 columns.
-  auto output_rows = [&](auto rows_constant, size_t oy) {
-    constexpr int Rows = decltype(rows_constant)::value;
-    const size_t inputs = kh + Rows - 1;
-    set_rows(oy, inputs);
-    for (size_t ox = 0; ox < g.ow; ox += 16) {
-      const int64_t base = static_cast<int64_t>(ox * g.sw) - static_cast<int64_t>(pl);
-      const bool whole = ox >= x0 && ox < x1;  // the loads inside the image: no mask
-      const __mmask64 inside =
-          whole ? ~__mmask64{0} : bit_range(base < 0 ? -base : 0, iw - base < 64 ? iw - base : 64);
-      __m512i acc[Rows];
-#pragma GCC unroll 4
-      for (int r = 0; r < Rows; ++r) acc[r] = vbias;
-#pragma GCC unroll 12
-      for (size_t ir = 0; ir < inputs; ++ir) {
-        const uint8_t* src = rows[ir] + ox * g.sw;
-        const __m512i row =
-            whole ? _mm512_loadu_si512(src) : _mm512_mask_loadu_epi8(vzero, inside, src);
-#pragma GCC unroll 2
-        for (int q = 0; q < Groups; ++q) {
-          const __m512i taps = _mm512_permutexvar_epi8(index[q], row);
-#pragma GCC unroll 4
-          for (int r = 0; r < Rows; ++r) {
-            const size_t i = ir - static_cast<size_t>(r);  // wraps past kh when ir < r
-            if (i < kh) dpbusd(acc[r], taps, wv[i * Groups + q]);
-          }
-        }
-      }
-      const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
-#pragma GCC unroll 4
-      for (int r = 0; r < Rows; ++r) requantize_store(acc[r], y + (oy + r) * g.ow + ox, n);
-    }
+  auto mask_at = [&](size_t ox) {
+    const int64_t base = static_cast<int64_t>(ox * g.sw) - static_cast<int64_t>(pl);
+    return bit_range(base < 0 ? -base : 0, iw - base < 64 ? iw - base : 64);
   };
   size_t oy = 0;
-  if (R > 1 && g.sh == 1 && g.dh == 1)
-    for (; oy + R <= g.oh; oy += R) output_rows(std::integral_constant<int, R>(), oy);
-  for (; oy < g.oh; ++oy) output_rows(std::integral_constant<int, 1>(), oy);
+  if (Pairs && g.sh == 1 && g.dh == 1) {
+    for (; oy + 2 <= g.oh; oy += 2) {
+      set_rows(oy, kh + 1);
+      uint8_t* dst = y + oy * g.ow;
+      for (size_t ox = 0; ox < g.ow; ox += 16) {
+        const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
+        if (ox >= x0 && ox < x1)
+          output_vector<Kh, Groups, true, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
+        else
+          output_vector<Kh, Groups, true, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow,
+                                                 n);
+      }
+    }
+  }
+  for (; oy < g.oh; ++oy) {
+    set_rows(oy, kh);
+    uint8_t* dst = y + oy * g.ow;
+    for (size_t ox = 0; ox < g.ow; ox += 16) {
+      const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
+      if (ox >= x0 && ox < x1)
+        output_vector<Kh, Groups, false, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
+      else
+        output_vector<Kh, Groups, false, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow,
+                                                n);
+    }
+  }
 }
 
 }  // namespace
@@ -132,11 +158,11 @@ void qu8_dwconv2d_bytes__avx512vnni_vbmi(const uint8_t* image, size_t h, size_t 
                                          const Qu8DwconvGeometry& g, int32_t bias, float scale,
                                          const Qu8Output& out, uint8_t* y) {
   const bool two = g.kw > 4;
-  if (g.kh == 3 && !two) return dwconv<3, 1, 2>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  if (g.kh == 5 && two) return dwconv<5, 2, 2>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  if (g.kh == 7 && two) return dwconv<7, 2, 2>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  if (!two) return dwconv<0, 1, 1>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  dwconv<0, 2, 1>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
+  if (g.kh == 3 && !two) return dwconv<3, 1, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
+  if (g.kh == 5 && two) return dwconv<5, 2, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
+  if (g.kh == 7 && two) return dwconv<7, 2, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
+  if (!two) return dwconv<0, 1, false>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
+  dwconv<0, 2, false>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
 }
 
 }  // namespace peregrine::cpu::avx512vnni_vbmi
