@@ -17,6 +17,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/qu8_gemm.h"
+#include "backends/cpu/kernels/byte_transpose.h"
 #include "backends/cpu/ukernels/q8_ukernels.h"
 #include "backends/reference/reference_backend.h"
 #include "cpu_one_node_graph.h"
@@ -134,6 +135,21 @@ TEST(CpuQu8Gemm, ConvPackedFromTheImageMatchesIm2col) {
         cpu::qu8_gemm_conv(m, packed, conv, got.data(), n, rq, threads);
         ASSERT_EQ(got, want) << "threads=" << threads;
       }
+    }
+}
+
+// transpose_bytes: whole 16 x 16 blocks and the edges, strides wider than the rows.
+TEST(CpuByteTranspose, MatchesNaiveLoop) {
+  for (int64_t rows : {1, 15, 16, 17, 33, 64})
+    for (int64_t cols : {1, 7, 16, 31, 48}) {
+      const int64_t src_stride = cols + 3, dst_stride = rows + 5;
+      const auto src = random_ints<uint8_t>(static_cast<size_t>(rows * src_stride), 0, 255, 51);
+      std::vector<uint8_t> got(static_cast<size_t>(cols * dst_stride), 0xEE);
+      std::vector<uint8_t> want = got;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) want[c * dst_stride + r] = src[r * src_stride + c];
+      cpu::transpose_bytes(src.data(), src_stride, got.data(), dst_stride, rows, cols);
+      ASSERT_EQ(got, want) << rows << " x " << cols;
     }
 }
 

@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/qu8_gemm.h"
+#include "backends/cpu/kernels/byte_transpose.h"
 #include "backends/cpu/kernels/vector_ops.h"
 #include "backends/cpu/thread_pool.h"
 
@@ -43,16 +44,12 @@ class QGemmKernel : public PreparedKernel {
     uint8_t* yt = transposed_.get(static_cast<size_t>(n_ * rows));  // Y^T [n, rows]
     qu8_gemm_bt(n_, rows, *packed_, static_cast<const uint8_t*>(a.raw()), k_, yt, rows,
                 Qu8Requant{bias_.data(), scale_.data(), output_}, ctx.num_threads());
-    // Y [rows, n] from Y^T in 32 x 32 blocks, row blocks across the threads.
+    // Y [rows, n] from Y^T, blocks of rows across the threads.
     constexpr int64_t kBlock = 32;
     uint8_t* out = static_cast<uint8_t*>(y.raw());
     auto task = [&](int64_t t, int) {
       const int64_t r0 = t * kBlock, r1 = std::min(rows, r0 + kBlock);
-      for (int64_t c0 = 0; c0 < n_; c0 += kBlock) {
-        const int64_t c1 = std::min(n_, c0 + kBlock);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c) out[r * n_ + c] = yt[c * rows + r];
-      }
+      transpose_bytes(yt + r0, rows, out + r0 * n_, n_, n_, r1 - r0);
     };
     const int64_t tasks = (rows + kBlock - 1) / kBlock;
     cpu_thread_pool().parallel_for(tasks, rows * n_ < (int64_t{1} << 16) ? 1 : ctx.num_threads(),
