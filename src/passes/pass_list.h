@@ -23,6 +23,7 @@ std::unique_ptr<Pass> make_fuse_qdq_max_pool();
 std::unique_ptr<Pass> make_fuse_qdq_matmul();
 std::unique_ptr<Pass> make_fuse_qdq_lookup_table();
 std::unique_ptr<Pass> make_fuse_quantize_dequantize();
+std::unique_ptr<Pass> make_drop_repeated_fake_quantize();
 std::unique_ptr<Pass> make_move_dequantize_after_gather();
 // Fusion.
 std::unique_ptr<Pass> make_conv_batchnorm_folding();

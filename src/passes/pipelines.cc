@@ -39,6 +39,7 @@ const std::map<std::string, Factory>& factories() {
       {"fuse_qdq_matmul", make_fuse_qdq_matmul},
       {"fuse_qdq_lookup_table", make_fuse_qdq_lookup_table},
       {"fuse_quantize_dequantize", make_fuse_quantize_dequantize},
+      {"drop_repeated_fake_quantize", make_drop_repeated_fake_quantize},
       {"move_dequantize_after_gather", make_move_dequantize_after_gather},
   };
   return kFactories;
@@ -80,6 +81,7 @@ const std::vector<std::string> kQuantized = {"fuse_qdq_conv",
                                              "fuse_qdq_lookup_table",
                                              "move_dequantize_after_gather",
                                              "fuse_quantize_dequantize",
+                                             "drop_repeated_fake_quantize",
                                              "dead_code_elimination"};
 // -O3: activation layout for the CPU conv kernels, after fusion has settled the convs.
 const std::vector<std::string> kLayout = {"layout_nhwc"};
