@@ -4,11 +4,13 @@
 # make demo   set up, build, generate a small model, inspect it, run it
 # make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 # make sanitize  unit tests and the malformed-model corpus under ASan + UBSan, threading under TSan
+# make format-check  the C++ lines changed since FORMAT_BASE (default HEAD~1) against .clang-format
+# make tidy   clang-tidy (.clang-tidy) on the C++ sources changed since TIDY_BASE (default HEAD~1)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests fuzz sanitize clean
+.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests fuzz sanitize clean format-check tidy
 
 # Paths below the checkout hashed relative to it, so the wheel's build folder (build-wheel/)
 # and build/ can share compiled objects through ccache.
@@ -20,9 +22,21 @@ all: build
 setup:
 	@scripts/setup.sh
 
+# Warnings are errors here (and so in CI); compile_commands.json is for clang-tidy.
 build: setup
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPEREGRINE_WERROR=ON \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+FORMAT_BASE ?= HEAD~1
+format-check:
+	@scripts/check_format.sh $(FORMAT_BASE)
+
+TIDY_BASE ?= HEAD~1
+tidy: build
+	@files=$$(git diff --name-only --diff-filter=d $(TIDY_BASE) -- 'src/*.cc' 'tools/*.cc'); \
+	  if [ -z "$$files" ]; then echo "tidy: no C++ sources changed since $(TIDY_BASE)"; \
+	  else clang-tidy -p $(BUILD) --quiet --extra-arg=-Wno-unknown-warning-option $$files; fi
 
 # PEREGRINE_POISON_OUTPUTS=1: output blocks a kernel promises to overwrite start as NaN, so a
 # kernel that leaves elements unwritten fails its tests.
@@ -68,7 +82,7 @@ python-tests: build
 	$(PYTHON_VENV)/bin/pip install -q --disable-pip-version-check pytest==9.2.0 . -C build-dir=build-wheel
 	cd python/tests && ../../$(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 
-test: unit robustness conformance lab-tests python-tests sanitize
+test: format-check unit robustness conformance lab-tests python-tests sanitize
 
 # Coverage-guided fuzzing (tests/fuzz/run_fuzz.sh): corpora and findings outside the checkout,
 # in ~/.cache/peregrine/fuzz. docs/RELIABILITY.md says what is fuzzed and how to replay a finding.

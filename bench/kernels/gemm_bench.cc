@@ -374,7 +374,6 @@ BENCHMARK(BM_LinearGemmBertBf16)->Apply([](auto* b) { model_shapes(b, kBertLinea
 BENCHMARK(BM_LinearGemmBertBf16)->Apply([](auto* b) { model_shapes(b, kBertLinears, 2); });
 BENCHMARK(BM_LinearGemmVitColdWeights)->Apply([](auto* b) { model_shapes(b, kVitLinears, 1); });
 
-
 // ---- int8 ----
 
 // The vpdpbusd peak in GOP/s on one core (best of 7 on the thread's CPU clock, as
@@ -459,8 +458,7 @@ BENCHMARK(BM_Qu8Gemm)->Apply(two_threads);
 void BM_ConvGemmResNet50Qu8(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   run_qu8_gemm(state, m, n, k, static_cast<int>(state.range(3)));
-  state.SetLabel(layers_of(kResNet50Convs, m, n, k) + " " +
-                 peregrine::cpu::qu8_gemm_kernel().name);
+  state.SetLabel(layers_of(kResNet50Convs, m, n, k) + " " + peregrine::cpu::qu8_gemm_kernel().name);
 }
 BENCHMARK(BM_ConvGemmResNet50Qu8)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 1); });
 BENCHMARK(BM_ConvGemmResNet50Qu8)->Apply([](auto* b) { model_shapes(b, kResNet50Convs, 2); });

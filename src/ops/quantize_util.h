@@ -29,11 +29,15 @@ inline Expected<Shape> matmul_shape(const Shape& a, const Shape& b) {
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - batch_a.size() ? 1 : batch_a[i - (rank - batch_a.size())];
     int64_t db = i < rank - batch_b.size() ? 1 : batch_b[i - (rank - batch_b.size())];
-    if (da == 1) out[i] = db;
-    else if (db == 1) out[i] = da;
-    else if (da == -1 || db == -1) out[i] = da == -1 ? db : da;
-    else if (da == db) out[i] = da;
-    else return invalid_model("batch dimensions cannot be broadcast");
+    if (da == 1) {
+      out[i] = db;
+    } else if (db == 1 || da == db) {
+      out[i] = da;
+    } else if (da == -1 || db == -1) {
+      out[i] = da == -1 ? db : da;
+    } else {
+      return invalid_model("batch dimensions cannot be broadcast");
+    }
   }
   if (a.size() > 1) out.push_back(a2[a2.size() - 2]);
   if (b.size() > 1) out.push_back(b2[b2.size() - 1]);

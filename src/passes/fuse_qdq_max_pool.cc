@@ -56,7 +56,8 @@ class FuseQdqMaxPool : public Pass {
       graph.values.erase(float_out);
       remove_nodes(graph, {m.q});
       // The DequantizeLinear goes with its last reader.
-      if (GraphIndex(graph).uses(float_in).empty() && !GraphIndex(graph).is_graph_output(float_in)) {
+      if (GraphIndex(graph).uses(float_in).empty() &&
+          !GraphIndex(graph).is_graph_output(float_in)) {
         graph.values.erase(float_in);
         remove_nodes(graph, {m.dq});
       }

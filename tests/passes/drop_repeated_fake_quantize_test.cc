@@ -1,9 +1,9 @@
 // drop_repeated_fake_quantize: a QuantizeDequantize after a Reshape / Transpose of a value the
 // same parameters already quantized goes; outputs equal to the graph before on the reference
 // backend; cases it must leave alone.
+#include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
-#include "graph_builder.h"
 
 namespace peregrine::testing {
 namespace {

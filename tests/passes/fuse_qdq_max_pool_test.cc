@@ -2,16 +2,16 @@
 // becomes MaxPool on the 8-bit values; outputs equal to the unfused graph on the reference
 // backend and on the CPU backend; cases it must leave alone.
 #include "backends/cpu/cpu_backend.h"
+#include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
-#include "graph_builder.h"
 
 namespace peregrine::testing {
 namespace {
 
 struct Options {
   bool signed_type = false;
-  bool other_scale = false;       // the QuantizeLinear's scale differs
+  bool other_scale = false;  // the QuantizeLinear's scale differs
   bool pool_has_other_reader = false;
   bool dq_has_other_reader = false;
   int opset = 19;

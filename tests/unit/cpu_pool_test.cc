@@ -65,13 +65,13 @@ const PoolCase kCases[] = {
 };
 
 // The case's attributes on `x` (default: random float32 values in [-2, 2]).
-void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad,
-                Tensor x = Tensor()) {
+void check_pool(const char* op, const PoolCase& c, int64_t count_include_pad, Tensor x = Tensor()) {
   if (x.dtype() == DType::kUndefined) x = random_tensor(c.x, 1, -2.0f, 2.0f);
-  SCOPED_TRACE(std::string(op) + " " + std::string(dtype_name(x.dtype())) + " x=" + shape_to_string(c.x) +
-               " k=" + std::to_string(c.kernel[0]) + "x" + std::to_string(c.kernel[1]) +
-               " s=" + std::to_string(c.strides[0]) + "," + std::to_string(c.strides[1]) +
-               " cip=" + std::to_string(count_include_pad) + " " + c.auto_pad);
+  SCOPED_TRACE(std::string(op) + " " + std::string(dtype_name(x.dtype())) +
+               " x=" + shape_to_string(c.x) + " k=" + std::to_string(c.kernel[0]) + "x" +
+               std::to_string(c.kernel[1]) + " s=" + std::to_string(c.strides[0]) + "," +
+               std::to_string(c.strides[1]) + " cip=" + std::to_string(count_include_pad) + " " +
+               c.auto_pad);
   std::vector<ir::Attribute> attrs = {ints_attr("kernel_shape", c.kernel),
                                       ints_attr("strides", c.strides),
                                       int_attr("ceil_mode", c.ceil_mode)};

@@ -95,16 +95,21 @@ TEST(CpuQu8Gemm, ConvPackedFromTheImageMatchesIm2col) {
   };
   const cpu::Qu8Output out{.zero_point = 9, .lo = 0, .hi = 255, .is_signed = false};
   for (const cpu::Qu8GemmKernelInfo* kernel : cpu::qu8_gemm_kernels_runnable())
-    for (const Geometry& q :
-         {Geometry{3, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, Geometry{5, 9, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},
-          Geometry{4, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, Geometry{3, 20, 19, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
-          Geometry{6, 15, 14, 3, 3, 2, 2, 1, 1, 1, 0, 2, 1}, Geometry{2, 9, 70, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
-          Geometry{3, 12, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}, Geometry{2, 10, 30, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},
-          Geometry{2, 7, 5, 3, 3, 1, 2, 2, 1, 1, 3, 0, 2}, Geometry{1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}}) {
+    for (const Geometry& q : {Geometry{3, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+                              Geometry{5, 9, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},
+                              Geometry{4, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+                              Geometry{3, 20, 19, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
+                              Geometry{6, 15, 14, 3, 3, 2, 2, 1, 1, 1, 0, 2, 1},
+                              Geometry{2, 9, 70, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
+                              Geometry{3, 12, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},
+                              Geometry{2, 10, 30, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},
+                              Geometry{2, 7, 5, 3, 3, 1, 2, 2, 1, 1, 3, 0, 2},
+                              Geometry{1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}}) {
       SCOPED_TRACE(std::string(kernel->name) + " c=" + std::to_string(q.c) + " " +
                    std::to_string(q.h) + "x" + std::to_string(q.w) + " k=" + std::to_string(q.kh) +
                    "x" + std::to_string(q.kw) + " s=" + std::to_string(q.sh) + "," +
-                   std::to_string(q.sw) + " d=" + std::to_string(q.dh) + "," + std::to_string(q.dw));
+                   std::to_string(q.sw) + " d=" + std::to_string(q.dh) + "," +
+                   std::to_string(q.dw));
       const int64_t oh = (q.h + q.pt + q.pb - (q.kh - 1) * q.dh - 1) / q.sh + 1;
       const int64_t ow = (q.w + q.pl + q.pr - (q.kw - 1) * q.dw - 1) / q.sw + 1;
       const int64_t m = 19, k = q.c * q.kh * q.kw, n = oh * ow;
@@ -127,7 +132,7 @@ TEST(CpuQu8Gemm, ConvPackedFromTheImageMatchesIm2col) {
       const cpu::Qu8Requant rq{bias.data(), scale.data(), out};
       std::vector<uint8_t> want(m * n), got(m * n);
       cpu::qu8_gemm(m, n, packed, cols.data(), n, want.data(), n, rq, 1);
-      const cpu::Qu8ConvImage conv{image.data(), q.c,  q.h,  q.w,  oh,   ow,   q.kh, q.kw,
+      const cpu::Qu8ConvImage conv{image.data(), q.c,  q.h,  q.w,  oh,   ow,   q.kh,  q.kw,
                                    q.sh,         q.sw, q.dh, q.dw, q.pt, q.pl, x_zero};
       ASSERT_TRUE(cpu::qu8_conv_packs_directly(q.sw));
       for (int threads : {1, 2}) {
@@ -615,32 +620,33 @@ TEST(CpuQLinearAdd, MatchesReference) {
   struct Scales {
     float a, b, c;
   };
-  for (Scales sc : {Scales{0.03f, 0.05f, 0.07f}, Scales{0.5f, 0.25f, 1.0f},
-                    Scales{0.1f, 0.3f, 0.2f}})
-  for (int64_t n : {1, 15, 16, 17, 100, 40000})
-    for (bool signed_out : {false, true}) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " signed=" + std::to_string(signed_out) +
-                   " c_scale=" + std::to_string(sc.c));
-      OneNodeGraph g("QLinearAdd",
-                     {{"A", int_tensor<uint8_t>({n}, 0, 255, 7)},
-                      {"AS", Tensor::scalar<float>(sc.a)},
-                      {"AZ", Tensor::scalar<uint8_t>(100)},
-                      {"B", int_tensor<int8_t>({n}, -128, 127, 8)},
-                      {"BS", Tensor::scalar<float>(sc.b)},
-                      {"BZ", Tensor::scalar<int8_t>(3)},
-                      {"CS", Tensor::scalar<float>(sc.c)},
-                      {"CZ", signed_out ? Tensor::scalar<int8_t>(-7) : Tensor::scalar<uint8_t>(90)}},
-                     {false, true, true, false, true, true, true, true}, {}, "peregrine");
-      const Tensor want = g.run(reference_backend(), 1, nullptr);
-      for (int threads : {1, 2}) {
-        std::string kernel;
-        const Tensor got = g.run(cpu_backend(), threads, &kernel);
-        EXPECT_EQ(kernel.rfind("cpu/qlinear-add-", 0), 0u) << kernel;
-        ASSERT_EQ(got.dtype(), want.dtype());
-        for (int64_t i = 0; i < n; ++i)
-          ASSERT_EQ(got.get_as_double(i), want.get_as_double(i)) << "at " << i;
+  for (Scales sc :
+       {Scales{0.03f, 0.05f, 0.07f}, Scales{0.5f, 0.25f, 1.0f}, Scales{0.1f, 0.3f, 0.2f}})
+    for (int64_t n : {1, 15, 16, 17, 100, 40000})
+      for (bool signed_out : {false, true}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " signed=" + std::to_string(signed_out) +
+                     " c_scale=" + std::to_string(sc.c));
+        OneNodeGraph g(
+            "QLinearAdd",
+            {{"A", int_tensor<uint8_t>({n}, 0, 255, 7)},
+             {"AS", Tensor::scalar<float>(sc.a)},
+             {"AZ", Tensor::scalar<uint8_t>(100)},
+             {"B", int_tensor<int8_t>({n}, -128, 127, 8)},
+             {"BS", Tensor::scalar<float>(sc.b)},
+             {"BZ", Tensor::scalar<int8_t>(3)},
+             {"CS", Tensor::scalar<float>(sc.c)},
+             {"CZ", signed_out ? Tensor::scalar<int8_t>(-7) : Tensor::scalar<uint8_t>(90)}},
+            {false, true, true, false, true, true, true, true}, {}, "peregrine");
+        const Tensor want = g.run(reference_backend(), 1, nullptr);
+        for (int threads : {1, 2}) {
+          std::string kernel;
+          const Tensor got = g.run(cpu_backend(), threads, &kernel);
+          EXPECT_EQ(kernel.rfind("cpu/qlinear-add-", 0), 0u) << kernel;
+          ASSERT_EQ(got.dtype(), want.dtype());
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(got.get_as_double(i), want.get_as_double(i)) << "at " << i;
+        }
       }
-    }
 }
 
 }  // namespace

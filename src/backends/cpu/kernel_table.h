@@ -22,12 +22,12 @@ namespace peregrine::cpu {
 // Which input dtypes a row takes; a statically known mismatch sends the node to the reference
 // backend when the plan is made.
 enum class DTypeRule {
-  kAny,           // data movement: bytes are copied, the dtype does not matter
-  kFloat32,       // every tensor input float32
-  kFloat32Data,   // input 0 float32; later inputs are parameters (axes, bounds) of any dtype
-  kFloat32Or8Bit, // input 0 float32, uint8 or int8 (order-only ops on quantized values)
-  kQuantized,     // integer kernels: any dtype (checked by the kernel), and prepare is given
-                  // initializers of every dtype (other rows see float32 ones only)
+  kAny,            // data movement: bytes are copied, the dtype does not matter
+  kFloat32,        // every tensor input float32
+  kFloat32Data,    // input 0 float32; later inputs are parameters (axes, bounds) of any dtype
+  kFloat32Or8Bit,  // input 0 float32, uint8 or int8 (order-only ops on quantized values)
+  kQuantized,      // integer kernels: any dtype (checked by the kernel), and prepare is given
+                   // initializers of every dtype (other rows see float32 ones only)
 };
 
 struct CpuPrepareArgs {

@@ -15,14 +15,19 @@ namespace peregrine::cpu {
 
 namespace {
 
-const Qu8GemmKernelInfo kVnniKernel = {
-    "qu8_gemm_ukernel_14x32__avx512vnni", avx512vnni::qu8_gemm_ukernel_14x32__avx512vnni,
-    avx512vnni::qu8_pack_b_32__avx512vnni, avx512vnni::qu8_pack_conv_b_32__avx512vnni,
-    avx512vnni::qu8_pack_conv_strided_b_32__avx512vnni, avx512vnni::kQu8GemmMr, avx512vnni::kQu8GemmNr};
+const Qu8GemmKernelInfo kVnniKernel = {"qu8_gemm_ukernel_14x32__avx512vnni",
+                                       avx512vnni::qu8_gemm_ukernel_14x32__avx512vnni,
+                                       avx512vnni::qu8_pack_b_32__avx512vnni,
+                                       avx512vnni::qu8_pack_conv_b_32__avx512vnni,
+                                       avx512vnni::qu8_pack_conv_strided_b_32__avx512vnni,
+                                       avx512vnni::kQu8GemmMr,
+                                       avx512vnni::kQu8GemmNr};
 const Qu8GemmKernelInfo kScalarKernel = {"qu8_gemm_ukernel_4x8__scalar",
-                                         qu8_gemm_ukernel_4x8__scalar, qu8_pack_b_8__scalar,
+                                         qu8_gemm_ukernel_4x8__scalar,
+                                         qu8_pack_b_8__scalar,
                                          qu8_pack_conv_b_8__scalar,
-                                         qu8_pack_conv_strided_b_8__scalar, kQu8ScalarMr,
+                                         qu8_pack_conv_strided_b_8__scalar,
+                                         kQu8ScalarMr,
                                          kQu8ScalarNr};
 
 // The packed B block of a task stays in L2 (1 MiB here) with room for the A panel streaming
@@ -253,16 +258,16 @@ void qu8_gemm_bt(int64_t m, int64_t n, const Qu8PackedA& a, const uint8_t* bt, i
   const int64_t k = a.depth(), stride = ceil_div(k, 4) * nr;
   auto pack = [&](int64_t j0, int64_t ncur, uint32_t* panels) {
     for (int64_t jp = 0; jp * nr < ncur; ++jp)
-      pack_b_transposed(bt + (j0 + jp * nr) * ldbt, ldbt, k,
-                        std::min<int64_t>(nr, ncur - jp * nr), nr, panels + jp * stride);
+      pack_b_transposed(bt + (j0 + jp * nr) * ldbt, ldbt, k, std::min<int64_t>(nr, ncur - jp * nr),
+                        nr, panels + jp * stride);
   };
   gemm(m, n, a, pack, c, ldc, rq, num_threads);
 }
 
 bool qu8_conv_packs_directly(int64_t stride_w) { return stride_w == 1 || stride_w == 2; }
 
-void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c,
-                   int64_t ldc, const Qu8Requant& rq, int num_threads) {
+void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c, int64_t ldc,
+                   const Qu8Requant& rq, int num_threads) {
   const Qu8GemmKernelInfo& kernel = *a.kernel();
   const int nr = kernel.nr;
   const int64_t taps = x.kh * x.kw, n = x.oh * x.ow;
@@ -281,8 +286,12 @@ void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_
       for (int64_t jp = 0; jp * nr < ncur; ++jp) {
         const int64_t first = j0 + jp * nr;
         conv_panel_inside(x, n, first, nr, rows, cols, inside);
-        const Qu8ConvPanel panel{x.image + first, static_cast<size_t>(x.h * x.w),
-                                 static_cast<size_t>(taps), offset.data(), inside, x.pad};
+        const Qu8ConvPanel panel{x.image + first,
+                                 static_cast<size_t>(x.h * x.w),
+                                 static_cast<size_t>(taps),
+                                 offset.data(),
+                                 inside,
+                                 x.pad};
         kernel.pack_conv_panel(panel, static_cast<size_t>(k), panels + jp * stride);
       }
     };
@@ -298,9 +307,10 @@ void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_
     for (int64_t jp = 0; jp * nr < ncur; ++jp) {
       const size_t count = conv_panel_segments(x, n, j0 + jp * nr, nr, segments);
       conv_panel_pieces(x, segments, count, pieces);
-      const Qu8ConvStridedPanel panel{x.image, static_cast<size_t>(x.h * x.w),
-                                      static_cast<size_t>(taps), count,
-                                      static_cast<size_t>(x.sw), pieces, x.pad};
+      const Qu8ConvStridedPanel panel{
+          x.image, static_cast<size_t>(x.h * x.w), static_cast<size_t>(taps),
+          count,   static_cast<size_t>(x.sw),      pieces,
+          x.pad};
       kernel.pack_conv_strided_panel(panel, static_cast<size_t>(k), panels + jp * stride);
     }
   };

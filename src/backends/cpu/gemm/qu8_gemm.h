@@ -88,7 +88,7 @@ struct Qu8ConvImage {
   uint8_t pad;  // the input's zero point
 };
 bool qu8_conv_packs_directly(int64_t stride_w);
-void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c,
-                   int64_t ldc, const Qu8Requant& rq, int num_threads);
+void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_t* c, int64_t ldc,
+                   const Qu8Requant& rq, int num_threads);
 
 }  // namespace peregrine::cpu

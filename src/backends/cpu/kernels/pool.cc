@@ -169,12 +169,15 @@ class WindowPoolKernel : public PreparedKernel {
   // micro-kernel call per output row, given the window's rows inside the image.
   Status run_8bit(const Tensor& x, const WindowGeometry& g, Tensor& y, int num_threads) const {
     const int64_t in_h = x.dim(2), in_w = x.dim(3), out_h = g.output[0], out_w = g.output[1];
-    const Q8MaxPoolRow row{static_cast<size_t>(in_w),          static_cast<size_t>(out_w),
-                           static_cast<size_t>(g.kernel[1]),   static_cast<size_t>(g.strides[1]),
-                           static_cast<size_t>(g.dilations[1]), static_cast<size_t>(g.pads_begin[1]),
+    const Q8MaxPoolRow row{static_cast<size_t>(in_w),
+                           static_cast<size_t>(out_w),
+                           static_cast<size_t>(g.kernel[1]),
+                           static_cast<size_t>(g.strides[1]),
+                           static_cast<size_t>(g.dilations[1]),
+                           static_cast<size_t>(g.pads_begin[1]),
                            x.dtype() == DType::kInt8};
-    const Q8MaxPoolRowFn pool_row = uk_.isa >= Isa::kAvx512 ? avx512::q8_max_pool_row__avx512
-                                                            : q8_max_pool_row__scalar;
+    const Q8MaxPoolRowFn pool_row =
+        uk_.isa >= Isa::kAvx512 ? avx512::q8_max_pool_row__avx512 : q8_max_pool_row__scalar;
     const uint8_t* px = static_cast<const uint8_t*>(x.raw());
     uint8_t* py = static_cast<uint8_t*>(y.raw());
     auto plane_task = [&](int64_t p, int) {

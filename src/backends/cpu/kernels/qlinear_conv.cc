@@ -1,7 +1,8 @@
 // CPU kernel of QLinearConv (2-D, uint8 activations, int8 weights with zero zero points, uint8
 // or int8 output): per image and group, the uint8 input as a GEMM operand (the input itself for
 // a 1x1 stride-1 unpadded conv; panels packed from the image at strides 1 and 2 across; else
-// im2col rows padded with x's zero point, which dequantizes to 0) against the int8 weights packed once (gemm/qu8_gemm.h), requantized in the micro-kernel.
+// im2col rows padded with x's zero point, which dequantizes to 0) against the int8 weights packed
+// once (gemm/qu8_gemm.h), requantized in the micro-kernel.
 //
 //   acc[m, p] = sum_k w[m, k] * (x[k, p] - x_zp) = sum_k w[m, k] x[k, p] - x_zp * rowsum(w)[m]
 //   y[m, p]   = clamp(round((acc + B[m]) * x_scale * w_scale[m] / y_scale) + y_zp)
@@ -50,12 +51,13 @@ struct ConvGroupWeights {
 class QLinearConvKernel : public PreparedKernel {
  public:
   std::string name() const override {
-    if (depthwise())
-      return std::string("cpu/qlinear-conv-dwconv-") +
-             (dwconv_ == qu8_dwconv2d__scalar ? "scalar"
-              : !dw_wquads_.empty()           ? "bytes-avx512vnni-vbmi"
-              : dw_wpairs_.empty()            ? "avx512"
-                                              : "pairs-avx512vnni");
+    if (depthwise()) {
+      const char* dw = dwconv_ == qu8_dwconv2d__scalar ? "scalar"
+                       : !dw_wquads_.empty()           ? "bytes-avx512vnni-vbmi"
+                       : dw_wpairs_.empty()            ? "avx512"
+                                                       : "pairs-avx512vnni";
+      return std::string("cpu/qlinear-conv-dwconv-") + dw;
+    }
     return std::string("cpu/qlinear-conv-") + kernel_->name;
   }
 
@@ -81,8 +83,7 @@ class QLinearConvKernel : public PreparedKernel {
     // Strides 1 and 2 across: B panels are packed from the image directly; other strides go
     // through an im2col matrix.
     const bool direct = !pointwise && qu8_conv_packs_directly(g.strides[1]);
-    uint8_t* cols =
-        pointwise || direct ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
+    uint8_t* cols = pointwise || direct ? nullptr : im2col_.get(static_cast<size_t>(k * pixels));
     const uint8_t* in = static_cast<const uint8_t*>(x.raw());
     uint8_t* out = static_cast<uint8_t*>(y.raw());
     for (int64_t n = 0; n < batch; ++n)
@@ -92,14 +93,21 @@ class QLinearConvKernel : public PreparedKernel {
         const Qu8Requant rq{gw.bias.data(), gw.scale.data(), output_};
         uint8_t* y_group = out + (n * out_channels_ + gi * mg) * pixels;
         if (direct) {
-          const Qu8ConvImage conv{image,          cg,
-                                  h,              w,
-                                  oh,             ow,
-                                  kh,             kw,
-                                  g.strides[0],   g.strides[1],
-                                  g.dilations[0], g.dilations[1],
-                                  g.pads_begin[0], g.pads_begin[1],
-                                  static_cast<uint8_t>(x_zero_)};
+          const Qu8ConvImage conv{.image = image,
+                                  .channels = cg,
+                                  .h = h,
+                                  .w = w,
+                                  .oh = oh,
+                                  .ow = ow,
+                                  .kh = kh,
+                                  .kw = kw,
+                                  .sh = g.strides[0],
+                                  .sw = g.strides[1],
+                                  .dh = g.dilations[0],
+                                  .dw = g.dilations[1],
+                                  .pad_top = g.pads_begin[0],
+                                  .pad_left = g.pads_begin[1],
+                                  .pad = static_cast<uint8_t>(x_zero_)};
           qu8_gemm_conv(mg, gw.a, conv, y_group, pixels, rq, ctx.num_threads());
           continue;
         }
@@ -193,8 +201,7 @@ class QLinearConvKernel : public PreparedKernel {
     if (out_plane == 0 || batch * channels_ == 0) return Status::ok();  // an empty output
     // The image-bytes kernel where the CPU has it and the geometry fits; else the pair-plane
     // kernel likewise; else dwconv_.
-    const bool bytes =
-        !dw_wquads_.empty() && avx512vnni_vbmi::qu8_dwconv2d_bytes_supported(geo);
+    const bool bytes = !dw_wquads_.empty() && avx512vnni_vbmi::qu8_dwconv2d_bytes_supported(geo);
     const bool pairs =
         !bytes && !dw_wpairs_.empty() && avx512vnni::qu8_dwconv2d_pairs_supported(geo);
     const size_t groups = (static_cast<size_t>(kw) + 3) / 4;

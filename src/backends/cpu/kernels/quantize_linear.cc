@@ -68,7 +68,8 @@ class QuantizeLinearKernel : public PreparedKernel {
     } else {
       layout.inner = x.numel();
     }
-    Tensor& y = ctx.allocate_output_for_overwrite(0, quantize_ ? q_type : DType::kFloat32, x.shape());
+    Tensor& y =
+        ctx.allocate_output_for_overwrite(0, quantize_ ? q_type : DType::kFloat32, x.shape());
     const bool is_signed = q_type == DType::kInt8;
     const float* scales = scale.data<float>();
     auto zero_point = [&](int64_t c) -> int32_t {

@@ -18,9 +18,7 @@ namespace peregrine::cpu::avx512 {
 
 namespace {
 
-inline __mmask64 tail_mask(size_t n) {
-  return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-}
+inline __mmask64 tail_mask(size_t n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; }
 
 template <bool kSigned>
 inline __m512i vmax(__m512i a, __m512i b) {
@@ -28,8 +26,8 @@ inline __m512i vmax(__m512i a, __m512i b) {
 }
 
 template <bool kSigned>
-void max_pool_row(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g,
-                  uint8_t* scratch, uint8_t* out) {
+void max_pool_row(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g, uint8_t* scratch,
+                  uint8_t* out) {
   const uint8_t lowest = kSigned ? 0x80 : 0x00;
   const size_t used = q8_max_pool_padded_bytes(g);
   // At stride 2 each half holds `half` bytes, read by 64-byte loads up to `half` + 64, filled
@@ -41,7 +39,8 @@ void max_pool_row(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& 
   for (size_t x = 0; x < g.w; x += 64) {
     const __mmask64 m = tail_mask(g.w - x);
     __m512i v = _mm512_maskz_loadu_epi8(m, rows[0] + x);
-    for (size_t r = 1; r < nrows; ++r) v = vmax<kSigned>(v, _mm512_maskz_loadu_epi8(m, rows[r] + x));
+    for (size_t r = 1; r < nrows; ++r)
+      v = vmax<kSigned>(v, _mm512_maskz_loadu_epi8(m, rows[r] + x));
     _mm512_mask_storeu_epi8(padded + g.pl + x, m, v);
   }
   std::memset(padded + g.pl + g.w, lowest, length - g.pl - g.w);

@@ -8,8 +8,8 @@ namespace peregrine::cpu {
 namespace {
 
 template <class T>
-void max_pool_row(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g,
-                  uint8_t* scratch, uint8_t* out) {
+void max_pool_row(const uint8_t* const* rows, size_t nrows, const Q8MaxPoolRow& g, uint8_t* scratch,
+                  uint8_t* out) {
   T* column = reinterpret_cast<T*>(scratch);  // the rows' maximum per input column
   for (size_t x = 0; x < g.w; ++x) {
     T v = reinterpret_cast<const T*>(rows[0])[x];

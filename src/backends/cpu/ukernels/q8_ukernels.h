@@ -38,12 +38,12 @@ using Qu8PackBFn = void (*)(const uint8_t* src, size_t ld, size_t k, size_t cols
 // Where output pixel p reads input pixel p + a per-tap offset (strides 1, output as wide as
 // the input), one masked load per row:
 struct Qu8ConvPanel {
-  const uint8_t* image;      // channel 0's input pixel `first` (offsets are added to it)
-  size_t plane;              // bytes between channels (h * w)
-  size_t taps;               // kh * kw
-  const ptrdiff_t* offset;   // per tap: (i * dh - pad_top) * w + j * dw - pad_left
-  const uint32_t* inside;    // per tap: bit t set where column t reads inside the image
-  uint8_t pad;               // the value outside (x's zero point)
+  const uint8_t* image;     // channel 0's input pixel `first` (offsets are added to it)
+  size_t plane;             // bytes between channels (h * w)
+  size_t taps;              // kh * kw
+  const ptrdiff_t* offset;  // per tap: (i * dh - pad_top) * w + j * dw - pad_left
+  const uint32_t* inside;   // per tap: bit t set where column t reads inside the image
+  uint8_t pad;              // the value outside (x's zero point)
 };
 // Otherwise (strides 1 and 2 across, any down), the panel's columns in `segments` runs of
 // one output row each; per tap and segment a piece whose lanes (bit t) read
@@ -54,7 +54,7 @@ struct Qu8ConvPiece {
   uint32_t lanes;
 };
 struct Qu8ConvStridedPanel {
-  const uint8_t* image;        // channel 0's plane
+  const uint8_t* image;  // channel 0's plane
   size_t plane, taps, segments;
   size_t stride;               // 1 or 2
   const Qu8ConvPiece* pieces;  // [tap][segment]
@@ -63,8 +63,7 @@ struct Qu8ConvStridedPanel {
 // Rows past k are zero, as Qu8PackBFn's; columns outside the image hold `pad` (their input is
 // never read). dst: (ceil(k / 4), NR) uint32.
 using Qu8PackConvBFn = void (*)(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
-using Qu8PackConvStridedBFn = void (*)(const Qu8ConvStridedPanel& panel, size_t k,
-                                       uint32_t* dst);
+using Qu8PackConvStridedBFn = void (*)(const Qu8ConvStridedPanel& panel, size_t k, uint32_t* dst);
 
 // Portable kernel (any x86-64): MR = 4, NR = 8.
 inline constexpr int kQu8ScalarMr = 4;
@@ -80,8 +79,7 @@ void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uin
 void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* dst);
 void qu8_pack_conv_strided_b__scalar(const Qu8ConvStridedPanel& panel, size_t k, size_t nr,
                                      uint32_t* dst);
-void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k,
-                                       uint32_t* dst);
+void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k, uint32_t* dst);
 
 namespace avx512vnni {
 inline constexpr int kQu8GemmMr = 14;

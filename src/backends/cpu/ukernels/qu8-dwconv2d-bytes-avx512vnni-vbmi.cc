@@ -118,8 +118,7 @@ void dwconv(const uint8_t* image, size_t h, size_t w, uint8_t zero, size_t pt, s
         if (ox >= x0 && ox < x1)
           output_vector<Kh, Groups, true, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
         else
-          output_vector<Kh, Groups, true, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow,
-                                                 n);
+          output_vector<Kh, Groups, true, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow, n);
       }
     }
   }
@@ -131,8 +130,7 @@ void dwconv(const uint8_t* image, size_t h, size_t w, uint8_t zero, size_t pt, s
       if (ox >= x0 && ox < x1)
         output_vector<Kh, Groups, false, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
       else
-        output_vector<Kh, Groups, false, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow,
-                                                n);
+        output_vector<Kh, Groups, false, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow, n);
     }
   }
 }
@@ -158,10 +156,18 @@ void qu8_dwconv2d_bytes__avx512vnni_vbmi(const uint8_t* image, size_t h, size_t 
                                          const Qu8DwconvGeometry& g, int32_t bias, float scale,
                                          const Qu8Output& out, uint8_t* y) {
   const bool two = g.kw > 4;
-  if (g.kh == 3 && !two) return dwconv<3, 1, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  if (g.kh == 5 && two) return dwconv<5, 2, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  if (g.kh == 7 && two) return dwconv<7, 2, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
-  if (!two) return dwconv<0, 1, false>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
+  if (g.kh == 3 && !two)
+    return dwconv<3, 1, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale,
+                              out, y);
+  if (g.kh == 5 && two)
+    return dwconv<5, 2, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale,
+                              out, y);
+  if (g.kh == 7 && two)
+    return dwconv<7, 2, true>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale,
+                              out, y);
+  if (!two)
+    return dwconv<0, 1, false>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale,
+                               out, y);
   dwconv<0, 2, false>(image, h, w, zero, pt, pl, zero_row, index, wquads, g, bias, scale, out, y);
 }
 

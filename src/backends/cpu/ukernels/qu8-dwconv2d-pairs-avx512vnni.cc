@@ -129,7 +129,8 @@ void pair_row_any(const uint8_t* low, const uint8_t* high, size_t w, int32_t zer
 // call a compiler makes of a plain loop costs more than the stores.
 inline void zero_ints(int32_t* p, size_t n) {
   for (; n >= 16; n -= 16, p += 16) _mm512_storeu_si512(p, _mm512_setzero_si512());
-  if (n) _mm512_mask_storeu_epi32(p, static_cast<__mmask16>((1u << n) - 1u), _mm512_setzero_si512());
+  if (n)
+    _mm512_mask_storeu_epi32(p, static_cast<__mmask16>((1u << n) - 1u), _mm512_setzero_si512());
 }
 
 }  // namespace

@@ -53,10 +53,10 @@ void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uin
       uint32_t quad = 0;
       for (size_t byte = 0; byte < 4 && p + byte < k; ++byte) {
         const size_t c = (p + byte) / panel.taps, tap = (p + byte) % panel.taps;
-        const uint8_t v = panel.inside[tap] >> j & 1u
-                              ? panel.image[static_cast<ptrdiff_t>(c * panel.plane + j) +
-                                            panel.offset[tap]]
-                              : panel.pad;
+        const uint8_t v =
+            panel.inside[tap] >> j & 1u
+                ? panel.image[static_cast<ptrdiff_t>(c * panel.plane + j) + panel.offset[tap]]
+                : panel.pad;
         quad |= static_cast<uint32_t>(v) << (8 * byte);
       }
       dst[j] = quad;
@@ -87,8 +87,7 @@ void qu8_pack_conv_strided_b__scalar(const Qu8ConvStridedPanel& panel, size_t k,
     }
 }
 
-void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k,
-                                       uint32_t* dst) {
+void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k, uint32_t* dst) {
   qu8_pack_conv_strided_b__scalar(panel, k, kNr, dst);
 }
 
