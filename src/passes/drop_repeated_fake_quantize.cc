@@ -11,6 +11,8 @@
 //   Preconditions: one-element scale and zero point initializers on both nodes; the node's
 //             output is not a graph output and no subgraph reads it.
 //   Order: after fuse_quantize_dequantize, which makes the QuantizeDequantize nodes.
+#include <set>
+
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/pass_util.h"
@@ -51,13 +53,24 @@ class DropRepeatedFakeQuantize : public Pass {
  public:
   const char* name() const override { return "drop_repeated_fake_quantize"; }
   Expected<bool> run(ir::Graph& g) override {
-    auto rewrite = [](ir::Graph& graph, ir::Node* n) {
-      const std::string in = n->inputs[0], out = n->outputs[0];
-      replace_uses(graph, out, in);
-      graph.values.erase(out);
-      remove_nodes(graph, {n});
-    };
-    int count = rewrite_each_match(g, match, rewrite);
+    // Every match of one indexing goes at once (BERT has hundreds): dropping a node only sends
+    // its readers to its input, a value with the same grid, so the other matches still hold.
+    int count = 0;
+    for (bool again = true; again;) {
+      std::set<const ir::Node*> dead;
+      {
+        GraphIndex index(g);
+        for (auto& node : g.nodes)
+          if (auto m = match(g, index, *node)) dead.insert(*m);
+      }
+      for (const ir::Node* n : dead) {
+        replace_uses(g, n->outputs[0], n->inputs[0]);
+        g.values.erase(n->outputs[0]);
+      }
+      remove_nodes(g, dead);
+      count += static_cast<int>(dead.size());
+      again = !dead.empty();
+    }
     count_rewrite(count);
     return count > 0;
   }
