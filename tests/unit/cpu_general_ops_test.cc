@@ -317,6 +317,20 @@ TEST(CpuElementwiseMap, ComparisonsLogicAndWhereAreExact) {
                             {"Y", Tensor::from_vector<int64_t>({-1, -2, -3}, {3, 1, 1})}},
                   {false, false, false}, {});
   compare_exact(wi, "cpu/elementwise-map");
+  // Every row form: condition, X and Y each per element or broadcast (the 0 / 1 stride rows
+  // the kernel specializes, and a broadcast condition, which it does not).
+  Tensor e = Tensor::zeros(DType::kBool, {5, 7});
+  for (int64_t i = 0; i < e.numel(); ++i) e.data<bool>()[i] = (i * 5) % 3 != 0;
+  Tensor e_col = Tensor::zeros(DType::kBool, {5, 1});
+  for (int64_t i = 0; i < e_col.numel(); ++i) e_col.data<bool>()[i] = i % 2 == 0;
+  const Tensor full_x = random_tensor({5, 7}, 4), full_y = random_tensor({5, 7}, 5);
+  const Tensor scalar_x = Tensor::scalar<float>(0.0f), scalar_y = Tensor::scalar<float>(-7.5f);
+  for (const Tensor* cond : {&e, &e_col})
+    for (const Tensor* x : {&full_x, &scalar_x})
+      for (const Tensor* y : {&full_y, &scalar_y}) {
+        OneNodeGraph w("Where", {{"C", *cond}, {"X", *x}, {"Y", *y}}, {false, false, false}, {});
+        compare_exact(w, "cpu/elementwise-map");
+      }
 }
 
 // ---- Resize linear, MatMul residual, table ---------------------------------------------------

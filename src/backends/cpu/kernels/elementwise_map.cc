@@ -308,6 +308,35 @@ class ElementwiseMapKernel : public PreparedKernel {
     });
   }
 
+  // out[i] = c[i * st[0]] ? a[i * st[1]] : b[i * st[2]]. Strides of 0 (a broadcast operand) and
+  // 1 as constants, so the compiler vectorizes the common rows (attention masks: a condition
+  // and one operand per element, a scalar fill).
+  template <typename T>
+  static void select_row(const bool* c, const T* a, const T* b, T* out, int64_t len,
+                         const int64_t* st) {
+    // Branch-free (the bool as an all-ones or all-zeros mask), which the compiler vectorizes.
+    auto rows = [&]<int C, int A, int B>() {
+      const uint8_t* cb = reinterpret_cast<const uint8_t*>(c);
+      for (int64_t i = 0; i < len; ++i) {
+        const T mask = static_cast<T>(T{0} - static_cast<T>(cb[i * C] != 0));
+        out[i] = static_cast<T>((a[i * A] & mask) | (b[i * B] & static_cast<T>(~mask)));
+      }
+    };
+    const int key = (st[0] == 1 ? 1 : 0) | (st[1] == 1 ? 2 : 0) | (st[2] == 1 ? 4 : 0);
+    const bool unit_or_zero = (st[0] == 0 || st[0] == 1) && (st[1] == 0 || st[1] == 1) &&
+                              (st[2] == 0 || st[2] == 1);
+    if (unit_or_zero) {
+      switch (key) {
+        case 7: return rows.template operator()<1, 1, 1>();
+        case 1: return rows.template operator()<1, 0, 0>();
+        case 3: return rows.template operator()<1, 1, 0>();
+        case 5: return rows.template operator()<1, 0, 1>();
+        default: break;
+      }
+    }
+    for (int64_t i = 0; i < len; ++i) out[i] = c[i * st[0]] ? a[i * st[1]] : b[i * st[2]];
+  }
+
   Status run_where(KernelContext& ctx) {
     const Tensor& c = ctx.input(0);
     const Tensor& a = ctx.input(1);
@@ -327,12 +356,7 @@ class ElementwiseMapKernel : public PreparedKernel {
       T* py = static_cast<T*>(y.raw());
       for_each_row(g, y.numel(), ctx.num_threads(),
                    [&](const int64_t* off, int64_t yo, int64_t len, const int64_t* st) {
-                     const bool* cc = pc + off[0];
-                     const T* x0 = pa + off[1];
-                     const T* x1 = pb + off[2];
-                     T* out = py + yo;
-                     for (int64_t i = 0; i < len; ++i)
-                       out[i] = cc[i * st[0]] ? x0[i * st[1]] : x1[i * st[2]];
+                     select_row<T>(pc + off[0], pa + off[1], pb + off[2], py + yo, len, st);
                    });
     };
     switch (dtype_size(a.dtype())) {
