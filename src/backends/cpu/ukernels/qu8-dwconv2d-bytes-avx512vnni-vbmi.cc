@@ -6,6 +6,8 @@
 // masked load's fill), which the bias has already subtracted. Contract: q8_ukernels.h.
 #include <immintrin.h>
 
+// GCC 12's AVX-512 intrinsics pass an _mm512_undefined_*() pass-through operand that
+// -W(maybe-)uninitialized reports once inlined; it is never read (the mask is all ones).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
