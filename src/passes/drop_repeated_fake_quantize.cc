@@ -43,9 +43,7 @@ std::optional<ir::Node*> match(const ir::Graph& g, const GraphIndex& index, ir::
     source = index.producer(source->inputs[0]);
   if (!is_fake_quantize(source) && !is_op(source, "DequantizeLinear")) return std::nullopt;
   auto before = qdq_scalar_params(g, *source);
-  if (!before || before->scale != params->scale || before->zero != params->zero ||
-      before->type != params->type)
-    return std::nullopt;
+  if (!before || !before->same_grid(*params)) return std::nullopt;
   return &n;
 }
 

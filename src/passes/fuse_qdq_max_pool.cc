@@ -22,6 +22,7 @@ struct Match {
   ir::Node* dq;
   ir::Node* pool;
   ir::Node* q;
+  bool dq_has_other_readers;  // then the DequantizeLinear stays
 };
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& pool) {
@@ -35,14 +36,15 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     return std::nullopt;
   auto dp = qdq_scalar_params(g, *dq);
   auto qp = qdq_scalar_params(g, *q);
-  if (!dp || !qp || dp->scale != qp->scale || dp->zero != qp->zero || dp->type != qp->type)
-    return std::nullopt;
+  if (!dp || !qp || !dp->same_grid(*qp)) return std::nullopt;
   // The 8-bit input must be of the type the parameters say (a zero point of another type
   // than x would make the DequantizeLinear invalid, and the pool's output type x's).
   const auto it = g.values.find(dq->inputs[0]);
   if (it == g.values.end() || !it->second.type.is_tensor() || it->second.type.dtype != dp->type)
     return std::nullopt;
-  return Match{dq, &pool, q};
+  const std::string& dequantized = pool.inputs[0];
+  const bool others = index.uses(dequantized).size() > 1 || index.is_graph_output(dequantized);
+  return Match{dq, &pool, q, others};
 }
 
 class FuseQdqMaxPool : public Pass {
@@ -56,8 +58,7 @@ class FuseQdqMaxPool : public Pass {
       graph.values.erase(float_out);
       remove_nodes(graph, {m.q});
       // The DequantizeLinear goes with its last reader.
-      if (GraphIndex(graph).uses(float_in).empty() &&
-          !GraphIndex(graph).is_graph_output(float_in)) {
+      if (!m.dq_has_other_readers) {
         graph.values.erase(float_in);
         remove_nodes(graph, {m.dq});
       }

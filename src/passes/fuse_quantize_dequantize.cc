@@ -29,8 +29,7 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   ir::Node* dq = index.sole_consumer(q.outputs[0]);
   if (!qp || !is_op(dq, "DequantizeLinear") || dq->inputs[0] != q.outputs[0]) return std::nullopt;
   auto dp = qdq_scalar_params(g, *dq);
-  if (!dp || dp->scale != qp->scale || dp->zero != qp->zero || dp->type != qp->type)
-    return std::nullopt;
+  if (!dp || !dp->same_grid(*qp)) return std::nullopt;
   return Match{&q, dq};
 }
 

@@ -23,6 +23,10 @@ struct QdqScalarParams {
   DType type;
   // Is a Relu before this quantization the identity (the zero point the type's minimum)?
   bool relu_is_identity() const { return zero == (type == DType::kInt8 ? -128.0 : 0.0); }
+  // The same quantization grid: equal scale, zero point and type.
+  bool same_grid(const QdqScalarParams& o) const {
+    return scale == o.scale && zero == o.zero && type == o.type;
+  }
 };
 
 inline std::optional<QdqScalarParams> qdq_scalar_params(const ir::Graph& g, const ir::Node& n) {
