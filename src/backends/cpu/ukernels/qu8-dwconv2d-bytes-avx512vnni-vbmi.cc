@@ -110,31 +110,22 @@ void dwconv(const uint8_t* image, size_t h, size_t w, uint8_t zero, size_t pt, s
     const int64_t base = static_cast<int64_t>(ox * g.sw) - static_cast<int64_t>(pl);
     return bit_range(base < 0 ? -base : 0, iw - base < 64 ? iw - base : 64);
   };
-  size_t oy = 0;
-  if (Pairs && g.sh == 1 && g.dh == 1) {
-    for (; oy + 2 <= g.oh; oy += 2) {
-      set_rows(oy, kh + 1);
-      uint8_t* dst = y + oy * g.ow;
-      for (size_t ox = 0; ox < g.ow; ox += 16) {
-        const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
-        if (ox >= x0 && ox < x1)
-          output_vector<Kh, Groups, true, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
-        else
-          output_vector<Kh, Groups, true, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow, n);
-      }
-    }
-  }
-  for (; oy < g.oh; ++oy) {
-    set_rows(oy, kh);
+  // Output row oy (and oy + 1 when Two): every vector of 16 columns.
+  auto output_row = [&]<bool Two>(size_t oy) {
+    set_rows(oy, kh + (Two ? 1 : 0));
     uint8_t* dst = y + oy * g.ow;
     for (size_t ox = 0; ox < g.ow; ox += 16) {
       const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
       if (ox >= x0 && ox < x1)
-        output_vector<Kh, Groups, false, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
+        output_vector<Kh, Groups, Two, true>(ch, rows, kh, g.sw, ox, 0, dst, g.ow, n);
       else
-        output_vector<Kh, Groups, false, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow, n);
+        output_vector<Kh, Groups, Two, false>(ch, rows, kh, g.sw, ox, mask_at(ox), dst, g.ow, n);
     }
-  }
+  };
+  size_t oy = 0;
+  if (Pairs && g.sh == 1 && g.dh == 1)
+    for (; oy + 2 <= g.oh; oy += 2) output_row.template operator()<true>(oy);
+  for (; oy < g.oh; ++oy) output_row.template operator()<false>(oy);
 }
 
 }  // namespace

@@ -119,10 +119,12 @@ void qu8_pack_b_32__avx512vnni(const uint8_t* src, size_t ld, size_t k, size_t c
   }
 }
 
-// Each row one masked load (lanes outside the image are neither read nor faulted on: they get
-// the pad byte).
-void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_t* dst) {
-  const __m256i pad = _mm256_set1_epi8(static_cast<char>(panel.pad));
+namespace {
+
+// The panel of a convolution's B rows (channel, tap), four at a time into quads; rows past k
+// are zero. row(c, tap) gives the 32 bytes of one row.
+template <typename RowFn>
+inline void pack_conv_rows(size_t k, size_t taps, uint32_t* dst, RowFn row) {
   size_t c = 0, tap = 0;  // of row p + t, advanced row by row
   for (size_t p = 0; p < k; p += 4, dst += 32) {
     __m256i r[4];
@@ -131,15 +133,12 @@ void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_
         r[t] = _mm256_setzero_si256();
         continue;
       }
-      r[t] = _mm256_mask_loadu_epi8(pad, static_cast<__mmask32>(panel.inside[tap]),
-                                    panel.image + c * panel.plane + panel.offset[tap]);
-      if (++tap == panel.taps) tap = 0, ++c;
+      r[t] = row(c, tap);
+      if (++tap == taps) tap = 0, ++c;
     }
     store_quads(r, dst);
   }
 }
-
-namespace {
 
 // Each row one masked load per piece; at stride 2 the load takes 64 bytes and its even bytes
 // are the lanes.
@@ -147,35 +146,35 @@ template <int Stride>
 void pack_conv_strided(const Qu8ConvStridedPanel& panel, size_t k, uint32_t* dst) {
   const __m256i pad = _mm256_set1_epi8(static_cast<char>(panel.pad));
   const size_t segments = panel.segments;
-  size_t c = 0, tap = 0;  // of row p + t, advanced row by row
-  for (size_t p = 0; p < k; p += 4, dst += 32) {
-    __m256i r[4];
-    for (size_t t = 0; t < 4; ++t) {
-      if (p + t >= k) {
-        r[t] = _mm256_setzero_si256();
-        continue;
+  pack_conv_rows(k, panel.taps, dst, [&](size_t c, size_t tap) {
+    const uint8_t* plane = panel.image + c * panel.plane;
+    const Qu8ConvPiece* piece = panel.pieces + tap * segments;
+    __m256i v = pad;
+    for (size_t s = 0; s < segments; ++s, ++piece) {
+      const __mmask32 lanes = static_cast<__mmask32>(piece->lanes);
+      if (Stride == 1) {
+        v = _mm256_mask_loadu_epi8(v, lanes, plane + piece->offset);
+      } else {
+        const __m512i bytes =
+            _mm512_maskz_loadu_epi8(static_cast<__mmask64>(piece->bytes), plane + piece->offset);
+        v = _mm256_mask_mov_epi8(v, lanes, _mm512_cvtepi16_epi8(bytes));
       }
-      const uint8_t* plane = panel.image + c * panel.plane;
-      const Qu8ConvPiece* piece = panel.pieces + tap * segments;
-      __m256i v = pad;
-      for (size_t s = 0; s < segments; ++s, ++piece) {
-        const __mmask32 lanes = static_cast<__mmask32>(piece->lanes);
-        if (Stride == 1) {
-          v = _mm256_mask_loadu_epi8(v, lanes, plane + piece->offset);
-        } else {
-          const __m512i bytes =
-              _mm512_maskz_loadu_epi8(static_cast<__mmask64>(piece->bytes), plane + piece->offset);
-          v = _mm256_mask_mov_epi8(v, lanes, _mm512_cvtepi16_epi8(bytes));
-        }
-      }
-      r[t] = v;
-      if (++tap == panel.taps) tap = 0, ++c;
     }
-    store_quads(r, dst);
-  }
+    return v;
+  });
 }
 
 }  // namespace
+
+// Each row one masked load (lanes outside the image are neither read nor faulted on: they get
+// the pad byte).
+void qu8_pack_conv_b_32__avx512vnni(const Qu8ConvPanel& panel, size_t k, uint32_t* dst) {
+  const __m256i pad = _mm256_set1_epi8(static_cast<char>(panel.pad));
+  pack_conv_rows(k, panel.taps, dst, [&](size_t c, size_t tap) {
+    return _mm256_mask_loadu_epi8(pad, static_cast<__mmask32>(panel.inside[tap]),
+                                  panel.image + c * panel.plane + panel.offset[tap]);
+  });
+}
 
 void qu8_pack_conv_strided_b_32__avx512vnni(const Qu8ConvStridedPanel& panel, size_t k,
                                             uint32_t* dst) {

@@ -47,20 +47,30 @@ void qu8_pack_b_8__scalar(const uint8_t* src, size_t ld, size_t k, size_t cols, 
   qu8_pack_b__scalar(src, ld, k, cols, kNr, dst);
 }
 
-void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uint32_t* dst) {
+namespace {
+
+// The panel of a convolution's B rows (channel, tap) in quads; rows past k are zero.
+// byte(c, tap, j) gives column j of row (c, tap).
+template <typename ByteFn>
+void pack_conv_quads(size_t k, size_t taps, size_t nr, uint32_t* dst, ByteFn byte_at) {
   for (size_t p = 0; p < k; p += 4, dst += nr)
     for (size_t j = 0; j < nr; ++j) {
       uint32_t quad = 0;
-      for (size_t byte = 0; byte < 4 && p + byte < k; ++byte) {
-        const size_t c = (p + byte) / panel.taps, tap = (p + byte) % panel.taps;
-        const uint8_t v =
-            panel.inside[tap] >> j & 1u
-                ? panel.image[static_cast<ptrdiff_t>(c * panel.plane + j) + panel.offset[tap]]
-                : panel.pad;
-        quad |= static_cast<uint32_t>(v) << (8 * byte);
-      }
+      for (size_t byte = 0; byte < 4 && p + byte < k; ++byte)
+        quad |= static_cast<uint32_t>(byte_at((p + byte) / taps, (p + byte) % taps, j))
+                << (8 * byte);
       dst[j] = quad;
     }
+}
+
+}  // namespace
+
+void qu8_pack_conv_b__scalar(const Qu8ConvPanel& panel, size_t k, size_t nr, uint32_t* dst) {
+  pack_conv_quads(k, panel.taps, nr, dst, [&](size_t c, size_t tap, size_t j) -> uint8_t {
+    return panel.inside[tap] >> j & 1u
+               ? panel.image[static_cast<ptrdiff_t>(c * panel.plane + j) + panel.offset[tap]]
+               : panel.pad;
+  });
 }
 
 void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* dst) {
@@ -69,22 +79,15 @@ void qu8_pack_conv_b_8__scalar(const Qu8ConvPanel& panel, size_t k, uint32_t* ds
 
 void qu8_pack_conv_strided_b__scalar(const Qu8ConvStridedPanel& panel, size_t k, size_t nr,
                                      uint32_t* dst) {
-  for (size_t p = 0; p < k; p += 4, dst += nr)
-    for (size_t j = 0; j < nr; ++j) {
-      uint32_t quad = 0;
-      for (size_t byte = 0; byte < 4 && p + byte < k; ++byte) {
-        const size_t c = (p + byte) / panel.taps, tap = (p + byte) % panel.taps;
-        uint8_t v = panel.pad;
-        for (size_t s = 0; s < panel.segments; ++s) {
-          const Qu8ConvPiece& piece = panel.pieces[tap * panel.segments + s];
-          if (piece.lanes >> j & 1u)
-            v = panel.image[static_cast<ptrdiff_t>(c * panel.plane + j * panel.stride) +
-                            piece.offset];
-        }
-        quad |= static_cast<uint32_t>(v) << (8 * byte);
-      }
-      dst[j] = quad;
+  pack_conv_quads(k, panel.taps, nr, dst, [&](size_t c, size_t tap, size_t j) -> uint8_t {
+    const uint8_t* plane = panel.image + c * panel.plane;
+    for (size_t s = 0; s < panel.segments; ++s) {
+      const Qu8ConvPiece& piece = panel.pieces[tap * panel.segments + s];
+      if (piece.lanes >> j & 1u)
+        return plane[static_cast<ptrdiff_t>(j * panel.stride) + piece.offset];
     }
+    return panel.pad;
+  });
 }
 
 void qu8_pack_conv_strided_b_8__scalar(const Qu8ConvStridedPanel& panel, size_t k, uint32_t* dst) {
