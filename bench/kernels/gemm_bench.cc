@@ -91,31 +91,44 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// The BM_FmaPeakAvx2 rate, measured once per process: the fastest of 7 runs (about 8 ms each)
-// on this thread's CPU clock, so time lost to other processes does not lower it. 0 without AVX2.
+// The fastest of 7 runs of `loop` on this thread's CPU clock, in seconds, so time lost to other
+// processes does not count.
+template <typename Loop>
+double fastest_of_7(Loop loop) {
+  double best = 1e30;
+  for (int rep = 0; rep < 7; ++rep) {
+    const double start = thread_cpu_seconds();
+    loop();
+    best = std::min(best, thread_cpu_seconds() - start);
+  }
+  return best;
+}
+
+// The BM_FmaPeakAvx2 rate, measured once per process (runs of about 8 ms). 0 without AVX2.
 double single_core_peak_gflops() {
   static const double peak = [] {
     if (!peregrine::cpu::isa_supported(peregrine::cpu::Isa::kAvx2)) return 0.0;
     const int64_t iters = int64_t{1} << 22;
-    double best = 1e30;
-    for (int rep = 0; rep < 7; ++rep) {
-      const double start = thread_cpu_seconds();
-      benchmark::DoNotOptimize(fma_peak_loop(iters));
-      best = std::min(best, thread_cpu_seconds() - start);
-    }
+    const double best = fastest_of_7([&] { benchmark::DoNotOptimize(fma_peak_loop(iters)); });
     return static_cast<double>(iters) * 12 * 8 * 2 * 1e-9 / best;
   }();
   return peak;
 }
 
+// A rate counter (`unit`, billions of `ops` per second) and, where `peak` (per thread, in the
+// same unit) is known, the share of threads x peak (`peak_name`, in %).
+void set_rate_counters(benchmark::State& state, double ops, int threads, const char* unit,
+                       const char* peak_name, double peak) {
+  state.counters[unit] =
+      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (peak > 0)
+    state.counters[peak_name] = benchmark::Counter(100.0 * ops * 1e-9 / (peak * threads),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // GFLOP/s and %peak counters of a GEMM of `flops` per iteration (rates divide by the time).
 void set_gemm_counters(benchmark::State& state, double flops, int threads) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  const double peak = single_core_peak_gflops();
-  if (peak > 0)
-    state.counters["%peak"] = benchmark::Counter(100.0 * flops * 1e-9 / (peak * threads),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  set_rate_counters(state, flops, threads, "GFLOP/s", "%peak", single_core_peak_gflops());
 }
 
 // The micro-kernel alone on L1-resident panels (kc = 256): its ceiling without packing or
@@ -376,32 +389,23 @@ BENCHMARK(BM_LinearGemmVitColdWeights)->Apply([](auto* b) { model_shapes(b, kVit
 
 // ---- int8 ----
 
-// The vpdpbusd peak in GOP/s on one core (best of 7 on the thread's CPU clock, as
-// single_core_peak_gflops); 0 where the CPU has no AVX-512 VNNI.
+// The vpdpbusd peak in GOP/s on one core (measured as single_core_peak_gflops); 0 where the
+// CPU has no AVX-512 VNNI.
 double single_core_vnni_peak_gops() {
   static const double peak = [] {
     if (!peregrine::cpu::isa_supported(peregrine::cpu::Isa::kAvx512) ||
         !peregrine::cpu::cpu_features().avx512_vnni)
       return 0.0;
     const int64_t iters = int64_t{1} << 20;
-    double best = 1e30;
-    for (int rep = 0; rep < 7; ++rep) {
-      const double start = thread_cpu_seconds();
-      benchmark::DoNotOptimize(peregrine::avx512vnni::dot_loop(iters));
-      best = std::min(best, thread_cpu_seconds() - start);
-    }
+    const double best =
+        fastest_of_7([&] { benchmark::DoNotOptimize(peregrine::avx512vnni::dot_loop(iters)); });
     return static_cast<double>(iters) * peregrine::avx512vnni::kFlopsPerIteration * 1e-9 / best;
   }();
   return peak;
 }
 
 void set_qgemm_counters(benchmark::State& state, double ops, int threads) {
-  state.counters["GOP/s"] =
-      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  const double peak = single_core_vnni_peak_gops();
-  if (peak > 0)
-    state.counters["%vnni"] = benchmark::Counter(100.0 * ops * 1e-9 / (peak * threads),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  set_rate_counters(state, ops, threads, "GOP/s", "%vnni", single_core_vnni_peak_gops());
 }
 
 // The int8 micro-kernel alone on L1-resident panels (k = 256), requantizing its tile.
