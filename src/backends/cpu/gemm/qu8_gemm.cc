@@ -273,8 +273,10 @@ void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_
   const int64_t taps = x.kh * x.kw, n = x.oh * x.ow;
   const int64_t k = a.depth(), stride = ceil_div(k, 4) * nr;
   if (x.sw == 1 && x.sh == 1 && x.ow == x.w) {
-    // Output pixel p reads input pixel p + a tap offset: one masked load per row.
-    std::vector<ptrdiff_t> offset(static_cast<size_t>(taps));
+    // Output pixel p reads input pixel p + a tap offset: one masked load per row. (The offsets
+    // live in this thread's buffer, read by every task: no allocation per run.)
+    thread_local GrowBuffer<ptrdiff_t> offsets;
+    ptrdiff_t* offset = offsets.get(static_cast<size_t>(taps));
     for (int64_t i = 0; i < x.kh; ++i)
       for (int64_t j = 0; j < x.kw; ++j)
         offset[i * x.kw + j] = (i * x.dh - x.pad_top) * x.w + j * x.dw - x.pad_left;
@@ -289,7 +291,7 @@ void qu8_gemm_conv(int64_t m, const Qu8PackedA& a, const Qu8ConvImage& x, uint8_
         const Qu8ConvPanel panel{x.image + first,
                                  static_cast<size_t>(x.h * x.w),
                                  static_cast<size_t>(taps),
-                                 offset.data(),
+                                 offset,
                                  inside,
                                  x.pad};
         kernel.pack_conv_panel(panel, static_cast<size_t>(k), panels + jp * stride);
