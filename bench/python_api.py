@@ -3,7 +3,9 @@
 
 1. overhead per run(): a one-node model (Relu on 16 floats), median of many calls;
 2. a shape change: the crop classifier of python/examples at a new input size, its first
-   run (dynamic plan), second run (compiles that shape's plan) and later runs (cached plan).
+   run (dynamic plan), second run (compiles that shape's plan) and later runs (cached plan);
+3. what a shape plan costs in memory: an MLP with 64 MiB of weights and a symbolic batch, the
+   process's resident memory after each new batch size's plan (plans share packed kernels).
 
     PYTHONPATH=build/python python3 bench/python_api.py [--calls 20000] [--rounds 5]
 """
@@ -33,6 +35,32 @@ def one_node_model(path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
+
+
+def mlp_model(path, width=1024, layers=4):
+    """x (N, width) through `layers` MatMul -> Relu pairs, 4 x width x width weights each."""
+    rng = np.random.default_rng(1)
+    nodes, inits, cur = [], [], "x"
+    for i in range(layers):
+        rows, cols = (width, 4 * width) if i % 2 == 0 else (4 * width, width)
+        w = (rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(np.float32)
+        inits.append(helper.make_tensor(f"w{i}", TensorProto.FLOAT, w.shape, w.ravel()))
+        nodes += [helper.make_node("MatMul", [cur, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Relu", [f"m{i}"], [f"r{i}"])]
+        cur = f"r{i}"
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
+        [helper.make_tensor_value_info(cur, TensorProto.FLOAT, ["N", width])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path, sum(t.dims[0] * t.dims[1] * 4 for t in inits)
+
+
+def rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def per_call_us(session, feed, calls):
@@ -88,6 +116,22 @@ def main():
             steady = statistics.median(timed_ms(lambda: s.run(None, new)) for _ in range(20))
             print(f"  {name:12s} {first[0]:7.2f} {first[1]:7.2f} {first[2]:7.2f} {steady:7.2f}")
         print("  peregrine plans:", mine.plan_stats())
+
+        path, weight_bytes = mlp_model(os.path.join(tmp, "mlp.onnx"))
+        before = rss_mib()
+        mlp = peregrine.InferenceSession(path, so)
+        print(f"shape plans of an MLP with {weight_bytes / 2**20:.0f} MiB of weights "
+              f"(resident MiB; a batch size seen twice compiles its plan):")
+        print(f"  session loaded: +{rss_mib() - before:.0f}")
+        for batch in (1, 2, 3, 4):
+            x = {"x": rng.uniform(-1, 1, (batch, 1024)).astype(np.float32)}
+            first = timed_ms(lambda: mlp.run(None, x))
+            start = rss_mib()
+            compiling = timed_ms(lambda: mlp.run(None, x))
+            steady = statistics.median(timed_ms(lambda: mlp.run(None, x)) for _ in range(5))
+            print(f"  batch {batch}: plan +{rss_mib() - start:.1f} MiB; ms: first run {first:.1f}, "
+                  f"compiling run {compiling:.1f}, steady {steady:.2f}")
+        print("  peregrine plans:", mlp.plan_stats())
 
 
 if __name__ == "__main__":

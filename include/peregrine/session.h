@@ -22,7 +22,20 @@ struct Model;
 struct ValueType;
 }  // namespace ir
 class GraphExecutor;
+class KernelCache;
 struct NodeTiming;
+
+// Prepared kernels (packed weights) shared by sessions of one model compiled for different
+// input shapes: give each session's options the same cache, and a node that matches one
+// prepared before reuses its kernel instead of packing the weights again.
+std::shared_ptr<KernelCache> make_kernel_cache();
+
+// The shapes an input may take, like TensorRT's optimization profiles: every run's shape lies
+// within [min, max] dim by dim, and `opt` is the shape the caller expects most (the CLI runs it
+// when no --shape is given; the Python API compiles plans for min, opt and max up front).
+struct ShapeProfile {
+  Shape min, opt, max;
+};
 
 struct SessionOptions {
   int num_threads = 1;  // worker threads for kernels that parallelize
@@ -50,6 +63,12 @@ struct SessionOptions {
   Precision precision = Precision::kFloat32;
   // Nodes (by name) or op types ("Conv", "peregrine.FusedConv") kept in float32.
   std::vector<std::string> keep_fp32;
+  // Shape ranges of inputs, by name: checked against the model when the session is created
+  // (ranks, min <= opt <= max, fixed dims and input_shapes inside), and against every run's
+  // inputs (a shape outside is an error naming the input, the dim and the range).
+  std::map<std::string, ShapeProfile> shape_profiles;
+  // Kernels shared with other sessions of the same model (make_kernel_cache()); null: none.
+  std::shared_ptr<KernelCache> kernel_cache;
 };
 
 // The static memory plan's sizes (all zero without a plan).

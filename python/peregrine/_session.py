@@ -60,6 +60,10 @@ class SessionOptions:
         the CPU lacks AVX512_BF16). keep_fp32: node names or op types kept in float32.
     disable_passes: graph passes to skip by name. backend: "cpu" (default) or "reference".
     shape_plans: how many input-shape signatures get their own compiled plan (0: none).
+    shape_profiles: input name -> (min, opt, max) shapes, like TensorRT's optimization
+        profiles (add_shape_profile): a run whose input lies outside [min, max] raises
+        InvalidArgument, and the plans of min, opt and max are compiled when the session is
+        created, so the first run at those shapes pays no compile.
     memory_limit: bytes the model's static tensors may need (0: three quarters of physical
         memory, -1: no limit); a model over it fails to load with the numbers.
     """
@@ -84,6 +88,7 @@ class SessionOptions:
         self.disable_passes: List[str] = []
         self.backend = ""
         self.shape_plans = 4
+        self.shape_profiles: Dict[str, tuple] = {}
         self.memory_limit = 0  # bytes the model's static tensors may need; 0: 3/4 of RAM; -1: none
         self._config: Dict[str, str] = {}
         self._dim_values: Dict[str, int] = {}
@@ -95,6 +100,12 @@ class SessionOptions:
         if key not in self._config:
             raise InvalidArgumentError(f"session config entry '{key}' is not set")
         return self._config[key]
+
+    def add_shape_profile(self, input_name: str, min_shape: Sequence[int],
+                          opt_shape: Sequence[int], max_shape: Sequence[int]) -> None:
+        """The shapes `input_name` may take: [min_shape, max_shape] dim by dim, opt_shape the
+        one expected most. Checked against the model when the session is created."""
+        self.shape_profiles[input_name] = (list(min_shape), list(opt_shape), list(max_shape))
 
     def add_free_dimension_override_by_name(self, dim_name: str, dim_value: int) -> None:
         """Fixes a symbolic dim of the model's inputs (say "batch") to a value."""
@@ -244,6 +255,10 @@ class InferenceSession:
         opts.dim_values = dict(getattr(sess_options, "_dim_values", {}))
         opts.memory_limit_bytes = int(getattr(sess_options, "memory_limit", 0))
         opts.set_precision(getattr(sess_options, "precision", "fp32"))
+        for name, profile in dict(getattr(sess_options, "shape_profiles", {})).items():
+            if len(profile) != 3:
+                raise ValueError(f"shape profile of '{name}': expected (min, opt, max)")
+            opts.set_shape_profile(str(name), *[[int(d) for d in shape] for shape in profile])
         self._impl = _peregrine._Session(model, opts, int(getattr(sess_options, "shape_plans", 4)))
         self._inputs = [NodeArg(i) for i in self._impl.inputs()]
         self._outputs = [NodeArg(o) for o in self._impl.outputs()]

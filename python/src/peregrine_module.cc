@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -25,6 +25,7 @@
 #include "peregrine/session.h"
 #include "profiler/trace.h"
 #include "runtime/executor.h"
+#include "runtime/kernel_cache.h"
 
 namespace nb = nanobind;
 
@@ -174,11 +175,13 @@ using Signature = std::vector<Shape>;
 // `max_plans` sessions compiled for input shapes that came back (a shape seen a second time is
 // compiled with those shapes fixed: constant shape subgraphs fold and the arena is planned).
 // A shape seen once runs on the dynamic session, so inputs whose size changes on every call
-// (an OCR crop per word) never pay a compile. Each plan packs its own copy of the weights.
+// (an OCR crop per word) never pay a compile. Every plan takes its kernels from one kernel
+// cache (runtime/kernel_cache.h): the weights are packed once, by the first plan that needs them.
 class PySession {
  public:
   PySession(nb::object model, const SessionOptions& options, int max_plans)
       : options_(options), max_plans_(max_plans) {
+    if (!options_.kernel_cache) options_.kernel_cache = make_kernel_cache();
     if (nb::isinstance<nb::bytes>(model)) {
       nb::bytes b = nb::borrow<nb::bytes>(model);
       bytes_.assign(b.c_str(), b.size());
@@ -194,6 +197,7 @@ class PySession {
     for (const auto& [name, v] : base_->model().graph.values)
       if (v.initializer && v.initializer->raw() && v.initializer->dtype() != DType::kString)
         weights_.push_back(range_of(*v.initializer));
+    compile_profile_plans();
   }
 
   const Session& base() const { return *base_; }
@@ -292,6 +296,8 @@ class PySession {
     d["dynamic_runs"] = dynamic_runs_;
     d["planned_runs"] = planned_runs_;
     d["max_plans"] = max_plans_;
+    d["shared_kernels"] = options_.kernel_cache->hits();  // nodes that reused a kernel
+    d["cached_kernels"] = options_.kernel_cache->kernels();
     return d;
   }
 
@@ -314,6 +320,35 @@ class PySession {
     for (const Range& r : weights_)
       if (r.overlaps(t)) return true;
     return false;
+  }
+
+  // Shape profiles: the plans of their min, opt and max shapes, compiled now (opt last, so it
+  // is the most recently used), where every input of unknown shape has a profile.
+  void compile_profile_plans() {
+    if (!dynamic_ || max_plans_ <= 0 || options_.shape_profiles.empty()) return;
+    std::vector<Signature> signatures(3);
+    for (const auto& io : base_->inputs()) {
+      auto p = options_.shape_profiles.find(io.name);
+      const bool known = io.is_tensor && std::all_of(io.shape.begin(), io.shape.end(),
+                                                     [](int64_t d) { return d >= 0; });
+      if (p == options_.shape_profiles.end() && !known) return;
+      for (int k = 0; k < 3; ++k)
+        signatures[static_cast<size_t>(k)].push_back(p == options_.shape_profiles.end() ? io.shape
+                                                     : k == 0 ? p->second.max
+                                                     : k == 1 ? p->second.min
+                                                              : p->second.opt);
+    }
+    for (const Signature& sig : signatures) {
+      if (std::any_of(plans_.begin(), plans_.end(),
+                      [&](const Plan& p) { return p.signature == sig; }))
+        continue;
+      SessionOptions fixed = options_;
+      for (size_t i = 0; i < sig.size(); ++i) fixed.input_shapes[base_->inputs()[i].name] = sig[i];
+      std::shared_ptr<Session> s = value_or_raise(compile(fixed));
+      ++compiles_;
+      plans_.push_front(Plan{sig, 2, false, std::move(s)});
+      if (plans_.size() > static_cast<size_t>(max_plans_)) plans_.pop_back();
+    }
   }
 
   // The session to run these inputs on (GIL released; plans_ guarded by mutex_).
@@ -427,6 +462,11 @@ NB_MODULE(_peregrine, m) {
       .def_rw("input_shapes", &SessionOptions::input_shapes)
       .def_rw("dim_values", &SessionOptions::dim_values)
       .def_rw("memory_limit_bytes", &SessionOptions::memory_limit_bytes)
+      .def("set_shape_profile",
+           [](SessionOptions& o, const std::string& name, const Shape& min, const Shape& opt,
+              const Shape& max) {
+             o.shape_profiles[name] = ShapeProfile{min, opt, max};
+           })
       .def("set_precision", [](SessionOptions& o, const std::string& p) {
         o.precision = value_or_raise(parse_precision(p));
       });

@@ -167,6 +167,10 @@ def test_shape_changes_are_planned_once(conv_model):
     assert stats["compiles"] == 2
     assert stats["dynamic_runs"] == 3
     assert stats["planned_runs"] == 3
+    # The plans took the dynamic session's kernels (weights packed once): every kernel a plan
+    # uses was in the cache before it, so the cache holds no more kernels than the base needs.
+    assert stats["shared_kernels"] > 0
+    assert stats["cached_kernels"] == len(s.kernels())
 
 
 def test_shape_plans_are_bounded(conv_model):
@@ -183,6 +187,38 @@ def test_shape_plans_are_bounded(conv_model):
     for _ in range(3):
         s.run(None, {"image": image()})
     assert s.plan_stats()["compiles"] == 0
+
+
+def test_shape_profile_plans_up_front_and_bounds_runs(conv_model):
+    o = peregrine.SessionOptions()
+    o.add_shape_profile("image", (1, 3, 8, 8), (2, 3, 16, 16), (4, 3, 32, 32))
+    s = peregrine.InferenceSession(conv_model, o)
+    theirs = ort.InferenceSession(conv_model, providers=["CPUExecutionProvider"])
+    assert s.plan_stats()["compiles"] == 3  # min, opt and max, before any run
+    for n, h, w in ((2, 16, 16), (1, 8, 8), (4, 32, 32), (3, 10, 30)):
+        x = image(n, h, w, seed=h)
+        np.testing.assert_allclose(s.run(None, {"image": x})[0],
+                                   theirs.run(None, {"image": x})[0], rtol=1e-5, atol=1e-5)
+    stats = s.plan_stats()
+    assert stats["compiles"] == 3 and stats["planned_runs"] == 3 and stats["dynamic_runs"] == 1
+    with pytest.raises(peregrine.InvalidArgument, match="outside its shape profile"):
+        s.run(None, {"image": image(1, 40, 8)})
+    with pytest.raises(peregrine.InvalidArgument, match="outside its shape profile"):
+        s.run(None, {"image": image(8, 8, 8)})
+
+
+def test_bad_shape_profiles_are_refused(conv_model):
+    for profile, message in ((((1, 3, 8, 8), (1, 3, 4, 8), (1, 3, 9, 9)), "min <= opt <= max"),
+                             (((1, 3, 8), (1, 3, 8), (1, 3, 8)), "rank"),
+                             (((1, 2, 8, 8), (1, 2, 8, 8), (1, 2, 8, 8)), "fixed at 3")):
+        o = peregrine.SessionOptions()
+        o.add_shape_profile("image", *profile)
+        with pytest.raises(peregrine.InvalidArgument, match=message):
+            peregrine.InferenceSession(conv_model, o)
+    o = peregrine.SessionOptions()
+    o.add_shape_profile("pixels", (1,), (1,), (1,))
+    with pytest.raises(peregrine.InvalidArgument, match="'pixels' is not an input"):
+        peregrine.InferenceSession(conv_model, o)
 
 
 def test_runs_from_many_threads(conv_model):

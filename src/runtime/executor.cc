@@ -13,6 +13,7 @@
 #include "core/status_error.h"
 #include "ir/verifier.h"
 #include "ops/op_schema.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/type_inference.h"
 
 namespace peregrine {
@@ -145,15 +146,11 @@ Status check_memory_budget(const ir::Graph& g, const planner::MemoryPlan& plan, 
 
 }  // namespace
 
-Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& graph,
-                                                               std::vector<const Backend*> backends,
-                                                               int num_threads,
-                                                               bool plan_memory,
-                                                               ir::Graph* free_packed_weights,
-                                                               int64_t memory_budget) {
+Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
+    const ir::Graph& graph, std::vector<const Backend*> backends, int num_threads, bool plan_memory,
+    ir::Graph* free_packed_weights, int64_t memory_budget, KernelCache* kernel_cache) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
-  auto kernels = std::make_shared<std::vector<std::unique_ptr<PreparedKernel>>>();
   const SchemaRegistry& schemas = SchemaRegistry::global();
   // Per initializer: readers not yet prepared, and whether all prepared ones packed it.
   std::map<std::string, std::pair<int, bool>> weight_readers;
@@ -189,12 +186,24 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
                                 graph.inputs.end();
       constants.push_back(constant ? &*v->initializer : nullptr);
     }
-    std::unique_ptr<PreparedKernel> kernel;
+    std::shared_ptr<PreparedKernel> kernel;
+    std::shared_ptr<std::mutex> kernel_mutex;
     for (const Backend* b : backends) {
       if (!b->supports(*node)) continue;
-      auto k = b->prepare_with_constants(*node, in_types, constants);
-      if (!k.is_ok()) return k.status();
-      kernel = std::move(k).value();
+      const std::optional<std::string> key =
+          kernel_cache ? KernelCache::key_of(b->name(), *node, in_types, constants) : std::nullopt;
+      if (key) {
+        KernelCache::Entry cached = kernel_cache->find(*key);
+        kernel = std::move(cached.kernel);
+        kernel_mutex = std::move(cached.mutex);
+      }
+      if (!kernel) {
+        auto k = b->prepare_with_constants(*node, in_types, constants);
+        if (!k.is_ok()) return k.status();
+        kernel = std::move(k).value();
+        kernel_mutex = std::make_shared<std::mutex>();
+        if (key) kernel_cache->insert(*key, {kernel, kernel_mutex});
+      }
       break;
     }
     if (!kernel) return unsupported(node->describe() + ": no backend implements this op");
@@ -208,7 +217,8 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
         w = Tensor::view(w->dtype(), w->shape(), nullptr);
       }
     }
-    kernels->push_back(std::move(kernel));
+    ex->kernels_.push_back(std::move(kernel));
+    ex->kernel_mutexes_.push_back(std::move(kernel_mutex));
     // Subgraphs are planned now too, so an unsupported op anywhere fails at load time.
     for (const ir::Graph* sg : subgraphs_of(*node)) {
       auto sub = create(*sg, backends, num_threads);
@@ -216,9 +226,6 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
       ex->subgraph_executors_.emplace(sg, std::move(sub).value());
     }
   }
-
-  ex->kernels_ = std::move(kernels);
-  ex->kernel_mutexes_ = std::make_shared<std::vector<std::mutex>>(graph.nodes.size());
 
   // Slots: graph inputs, initializers, then node outputs; everything else is an outer name.
   auto slot = [&](const std::string& name) {
@@ -309,8 +316,8 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(const ir::Graph& 
 
 std::vector<std::string> GraphExecutor::kernel_names() const {
   std::vector<std::string> names;
-  names.reserve(kernels_->size());
-  for (const auto& k : *kernels_) names.push_back(k->name());
+  names.reserve(kernels_.size());
+  for (const auto& k : kernels_) names.push_back(k->name());
   return names;
 }
 
@@ -514,9 +521,9 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
     {
       // Executors replicated for concurrent runs share this node's kernel: one run in it at a
       // time (kernels keep per-node state, e.g. shape-dependent plans).
-      std::lock_guard<std::mutex> kernel_lock((*kernel_mutexes_)[i]);
+      std::lock_guard<std::mutex> kernel_lock(*kernel_mutexes_[i]);
       try {
-        st = (*kernels_)[i]->run(kctx);
+        st = kernels_[i]->run(kctx);
       } catch (...) {
         st = status_from_current_exception(node.describe());
       }
@@ -532,8 +539,8 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
       timings->push_back({&node, std::chrono::duration<double, std::micro>(start - t0).count(),
                           std::chrono::duration<double, std::micro>(end - start).count(),
                           kctx.reference_fallback()
-                              ? "reference (fallback of " + (*kernels_)[i]->name() + ")"
-                              : (*kernels_)[i]->name()});
+                              ? "reference (fallback of " + kernels_[i]->name() + ")"
+                              : kernels_[i]->name()});
     }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       if (node.outputs[k].empty()) continue;

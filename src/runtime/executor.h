@@ -29,6 +29,8 @@
 
 namespace peregrine {
 
+class KernelCache;
+
 // Names visible to a graph: its own values (slots by name), then the enclosing graphs'.
 struct Scope {
   const std::map<std::string, int>* index = nullptr;
@@ -57,12 +59,14 @@ class GraphExecutor {
   // read an initializer by name).
   // `memory_budget` (bytes, > 0): the arena plus the static graph inputs, outputs and weights
   // must fit, checked before the arena is allocated (a bad-model error with the numbers).
+  // `kernel_cache`: kernels prepared by other executors of the same model, taken where a node
+  // matches and added to where it does not (runtime/kernel_cache.h).
   static Expected<std::unique_ptr<GraphExecutor>> create(const ir::Graph& graph,
                                                          std::vector<const Backend*> backends,
-                                                         int num_threads,
-                                                         bool plan_memory = false,
+                                                         int num_threads, bool plan_memory = false,
                                                          ir::Graph* free_packed_weights = nullptr,
-                                                         int64_t memory_budget = -1);
+                                                         int64_t memory_budget = -1,
+                                                         KernelCache* kernel_cache = nullptr);
   ~GraphExecutor();
 
   // `inputs` holds the graph inputs by name; returns the graph outputs in order.
@@ -105,9 +109,10 @@ class GraphExecutor {
   const ir::Graph& graph_;
   int num_threads_;
   std::vector<const Backend*> backends_;
-  // One per node, shared with replicas, with a mutex each.
-  std::shared_ptr<std::vector<std::unique_ptr<PreparedKernel>>> kernels_;
-  std::shared_ptr<std::vector<std::mutex>> kernel_mutexes_;
+  // One per node, shared with replicas (and through a kernel cache with other executors of the
+  // model), with a mutex each.
+  std::vector<std::shared_ptr<PreparedKernel>> kernels_;
+  std::vector<std::shared_ptr<std::mutex>> kernel_mutexes_;
   std::vector<Step> steps_;                               // one per node
   std::vector<std::unique_ptr<KernelContext>> contexts_;  // one per node, reused
   std::map<std::string, int> slot_of_;  // this graph's inputs, initializers, node outputs

@@ -14,11 +14,14 @@
 #include "passes/assign_precision.h"
 #include "passes/pipelines.h"
 #include "runtime/executor.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/type_inference.h"
 
 namespace peregrine {
 
 Session::~Session() = default;
+
+std::shared_ptr<KernelCache> make_kernel_cache() { return std::make_shared<KernelCache>(); }
 
 namespace {
 
@@ -72,6 +75,50 @@ Status check_precision(const SessionOptions& options, const std::vector<const Ba
   if (options.precision == Precision::kBFloat16 && cpu::bf16_gemm_kernel() == nullptr)
     return unsupported("precision bf16 is not available here: " + cpu::bf16_unavailable_reason());
   return Status::ok();
+}
+
+std::string range_text(const ShapeProfile& p) {
+  return shape_to_string(p.min) + ".." + shape_to_string(p.max);
+}
+
+// A shape profile must fit the input it names: same rank, min <= opt <= max, and every dim the
+// model (or --shape) fixes inside the range.
+Status check_shape_profile(const ir::Graph& g, const std::string& name, const ShapeProfile& p) {
+  const std::string what = "shape profile of '" + name + "'";
+  const ir::Value* v = g.find_value(name);
+  if (!v || std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
+    return invalid_input(what + ": '" + name + "' is not an input of the model");
+  if (!v->type.is_tensor()) return invalid_input(what + ": the input is not a tensor");
+  if (p.min.size() != p.opt.size() || p.opt.size() != p.max.size())
+    return invalid_input(what + ": min, opt and max must have the same rank");
+  if (v->type.has_shape && v->type.dims.size() != p.min.size())
+    return invalid_input(what + ": the input has rank " + std::to_string(v->type.dims.size()) +
+                         ", the profile " + std::to_string(p.min.size()));
+  for (size_t i = 0; i < p.min.size(); ++i) {
+    if (p.min[i] < 0) return invalid_input(what + ": dim " + std::to_string(i) + " is negative");
+    if (!(p.min[i] <= p.opt[i] && p.opt[i] <= p.max[i]))
+      return invalid_input(what + ": dim " + std::to_string(i) +
+                           " needs min <= opt <= max, given " + std::to_string(p.min[i]) + ", " +
+                           std::to_string(p.opt[i]) + ", " + std::to_string(p.max[i]));
+    const int64_t fixed = v->type.has_shape ? v->type.dims[i] : -1;
+    if (fixed >= 0 && (fixed < p.min[i] || fixed > p.max[i]))
+      return invalid_input(what + ": dim " + std::to_string(i) + " is fixed at " +
+                           std::to_string(fixed) + " (by the model or --shape), outside " +
+                           range_text(p));
+  }
+  return Status::ok();
+}
+
+// A run's input against its profile: inside [min, max], dim by dim.
+Status check_in_profile(const std::string& name, const Tensor& t, const ShapeProfile& p) {
+  bool inside = static_cast<size_t>(t.rank()) == p.min.size();
+  for (size_t i = 0; inside && i < p.min.size(); ++i) {
+    const int64_t d = t.dim(static_cast<int64_t>(i));
+    inside = d >= p.min[i] && d <= p.max[i];
+  }
+  if (inside) return Status::ok();
+  return invalid_input("input '" + name + "' has shape " + shape_to_string(t.shape()) +
+                       ", outside its shape profile " + range_text(p));
 }
 
 // An executor taken for one run, given back however the run ends.
@@ -131,6 +178,10 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
     }
     if (!used) return invalid_input("dim '" + dim + "' is not a symbolic dim of any model input");
   }
+  // Profiles against the model as declared, then (below) against the shapes input_shapes fix:
+  // the CLI turns a profile's OPT into an input shape, and a bad profile is the error to show.
+  for (const auto& [name, profile] : options.shape_profiles)
+    PG_RETURN_IF_ERROR(check_shape_profile(g, name, profile));
   for (const auto& [name, shape] : options.input_shapes) {
     ir::Value* v = g.values.count(name) ? &g.values[name] : nullptr;
     bool is_input = std::find(g.inputs.begin(), g.inputs.end(), name) != g.inputs.end();
@@ -145,6 +196,8 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
     DType dtype = v->type.dtype;
     v->type = ir::ValueType::tensor(dtype, shape);
   }
+  for (const auto& [name, profile] : options.shape_profiles)
+    PG_RETURN_IF_ERROR(check_shape_profile(g, name, profile));
   PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
   PG_RETURN_IF_ERROR(check_precision(options, backends));
   // The outputs' symbolic dim names as the model declares them (inference may drop them).
@@ -157,8 +210,9 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
   // inspect still counts them), so peak memory holds one copy of them.
   const int64_t budget =
       options.memory_limit_bytes == 0 ? default_memory_budget() : options.memory_limit_bytes;
-  PG_ASSIGN_OR_RETURN(s->executor_, GraphExecutor::create(g, backends, options.num_threads,
-                                                          options.memory_plan, &g, budget));
+  PG_ASSIGN_OR_RETURN(
+      s->executor_, GraphExecutor::create(g, backends, options.num_threads, options.memory_plan, &g,
+                                          budget, options.kernel_cache.get()));
   s->idle_.push_back(s->executor_.get());
   for (const auto& n : g.inputs) s->inputs_.push_back(io_info(g, n));
   for (const auto& n : g.outputs) {
@@ -196,6 +250,9 @@ Expected<std::vector<RuntimeValue>> Session::run_values(
     bool known = false;
     for (const auto& info : inputs_) known |= info.name == name;
     if (!known) return invalid_input("'" + name + "' is not an input of the model");
+    auto profile = options_.shape_profiles.find(name);
+    if (profile != options_.shape_profiles.end() && v.is_tensor())
+      PG_RETURN_IF_ERROR(check_in_profile(name, v.tensor, profile->second));
   }
   return guarded("run", [&]() -> Expected<std::vector<RuntimeValue>> {
     PG_ASSIGN_OR_RETURN(GraphExecutor * executor, acquire_executor());
@@ -235,6 +292,12 @@ Expected<std::map<std::string, Tensor>> Session::run(const std::map<std::string,
 }
 
 Status Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  for (size_t i = 0; !options_.shape_profiles.empty() && i < inputs.size() && i < inputs_.size();
+       ++i) {
+    auto profile = options_.shape_profiles.find(inputs_[i].name);
+    if (profile != options_.shape_profiles.end())
+      PG_RETURN_IF_ERROR(check_in_profile(inputs_[i].name, inputs[i], profile->second));
+  }
   // The executor checks dtypes and shapes itself.
   return guarded("run", [&]() -> Status {
     PG_ASSIGN_OR_RETURN(GraphExecutor * executor, acquire_executor());

@@ -237,6 +237,27 @@ def cases(root):
     np.save(f"{root}/input_object_npy/x.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
     yield "input_object_npy", 2, r"object arrays are not supported", ["--input", f"x={root}/input_object_npy/x.npy"]
 
+    # Shape profiles (--shape-profile NAME=MIN:OPT:MAX) that do not fit the model or the input.
+    dynamic = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
+                                 helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                         outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 3])])
+    save(f"{root}/profile_fixed_dim", model_of(dynamic))
+    yield "profile_fixed_dim", 2, r"shape profile of 'x': dim 1 is fixed at 3", \
+        ["--shape-profile", "x=1x2:1x2:4x2"]
+    save(f"{root}/profile_order", model_of(dynamic))
+    yield "profile_order", 2, r"shape profile of 'x': dim 0 needs min <= opt <= max", \
+        ["--shape-profile", "x=2x3:1x3:4x3"]
+    save(f"{root}/profile_shape_outside", model_of(dynamic))
+    yield "profile_shape_outside", 2, r"dim 0 is fixed at 9 .*outside 1x3\.\.4x3", \
+        ["--shape-profile", "x=1x3:2x3:4x3", "--shape", "x=9x3"]
+    save(f"{root}/profile_input_outside", model_of(dynamic))
+    np.save(f"{root}/profile_input_outside/x.npy", np.ones((7, 3), np.float32))
+    yield "profile_input_outside", 2, r"input 'x' has shape 7x3, outside its shape profile", \
+        ["--shape-profile", "x=1x3:2x3:4x3", "--input", f"x={root}/profile_input_outside/x.npy",
+         "--shape", "y=7x3"]
+    save(f"{root}/profile_syntax", model_of(dynamic))
+    yield "profile_syntax", 2, r"expected NAME=MIN:OPT:MAX", ["--shape-profile", "x=1x3:4x3"]
+
     save(f"{root}/unknown_flag", model_of(tiny_graph()))
     yield "unknown_flag", 2, r"unknown flag '--frobnicate'", ["--frobnicate"]
 

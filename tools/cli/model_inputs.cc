@@ -9,7 +9,28 @@ namespace peregrine::cli {
 void add_model_input_flags(Args* args) {
   args->flag("input", "NAME=FILE.npy: value of an input (repeatable); others are random", true);
   args->flag("shape", "NAME=DIMS: fix an input's shape, e.g. data=1x3x224x224 (repeatable)", true);
+  args->flag("shape-profile",
+             "NAME=MIN:OPT:MAX: the shapes an input may take, e.g. "
+             "image=1x3x224x224:1x3x640x640:1x3x1024x1024; without --shape it runs at OPT "
+             "(repeatable)",
+             true);
   args->flag("seed", "seed of the random inputs (default: 0)");
+}
+
+Expected<std::pair<std::string, ShapeProfile>> parse_shape_profile(const std::string& text) {
+  PG_ASSIGN_OR_RETURN(auto kv, split_assignment(text, "shape-profile"));
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = kv.second.find(':', start)) != std::string::npos; start = colon + 1)
+    parts.push_back(kv.second.substr(start, colon - start));
+  parts.push_back(kv.second.substr(start));
+  if (parts.size() != 3)
+    return invalid_input("--shape-profile '" + text + "': expected NAME=MIN:OPT:MAX");
+  ShapeProfile p;
+  PG_ASSIGN_OR_RETURN(p.min, parse_dims(parts[0]));
+  PG_ASSIGN_OR_RETURN(p.opt, parse_dims(parts[1]));
+  PG_ASSIGN_OR_RETURN(p.max, parse_dims(parts[2]));
+  return std::make_pair(kv.first, std::move(p));
 }
 
 Status parse_model_input_flags(const Args& args, SessionOptions* options,
@@ -28,6 +49,14 @@ Status parse_model_input_flags(const Args& args, SessionOptions* options,
     PG_ASSIGN_OR_RETURN(auto kv, split_assignment(s, "input"));
     PG_ASSIGN_OR_RETURN(Tensor t, read_npy(kv.second));
     (*given)[kv.first] = std::move(t);
+  }
+  for (const auto& s : args.get_all("shape-profile")) {
+    PG_ASSIGN_OR_RETURN(auto profile, parse_shape_profile(s));
+    // The session checks the range against the model and the inputs against the range; random
+    // inputs take OPT unless --shape gives their shape (a file brings its own).
+    if (!given->count(profile.first))
+      options->input_shapes.try_emplace(profile.first, profile.second.opt);
+    options->shape_profiles[profile.first] = std::move(profile.second);
   }
   return Status::ok();
 }

@@ -15,11 +15,16 @@
 
 namespace peregrine::cli {
 
-// Declares --input (repeatable), --shape (repeatable) and --seed on `args`.
+// Declares --input (repeatable), --shape (repeatable), --shape-profile (repeatable) and --seed
+// on `args`.
 void add_model_input_flags(Args* args);
 
-// --shape into options->input_shapes; --input files read into *given (file I/O happens
-// here, before any timing starts); --seed (default 0) into *seed.
+// "NAME=MIN:OPT:MAX" (each DIMS as for --shape).
+Expected<std::pair<std::string, ShapeProfile>> parse_shape_profile(const std::string& text);
+
+// --shape into options->input_shapes; --shape-profile into options->shape_profiles (and OPT into
+// input_shapes where --shape does not name the input); --input files read into *given (file I/O
+// happens here, before any timing starts); --seed (default 0) into *seed.
 Status parse_model_input_flags(const Args& args, SessionOptions* options,
                                std::map<std::string, Tensor>* given, uint64_t* seed);
 
