@@ -147,8 +147,9 @@ Status check_memory_budget(const ir::Graph& g, const planner::MemoryPlan& plan, 
 }  // namespace
 
 Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
-    const ir::Graph& graph, std::vector<const Backend*> backends, int num_threads, bool plan_memory,
-    ir::Graph* free_packed_weights, int64_t memory_budget, KernelCache* kernel_cache) {
+    const ir::Graph& graph, const std::vector<const Backend*>& backends, int num_threads,
+    bool plan_memory, ir::Graph* free_packed_weights, int64_t memory_budget,
+    KernelCache* kernel_cache) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
   const SchemaRegistry& schemas = SchemaRegistry::global();

@@ -61,12 +61,10 @@ class GraphExecutor {
   // must fit, checked before the arena is allocated (a bad-model error with the numbers).
   // `kernel_cache`: kernels prepared by other executors of the same model, taken where a node
   // matches and added to where it does not (runtime/kernel_cache.h).
-  static Expected<std::unique_ptr<GraphExecutor>> create(const ir::Graph& graph,
-                                                         std::vector<const Backend*> backends,
-                                                         int num_threads, bool plan_memory = false,
-                                                         ir::Graph* free_packed_weights = nullptr,
-                                                         int64_t memory_budget = -1,
-                                                         KernelCache* kernel_cache = nullptr);
+  static Expected<std::unique_ptr<GraphExecutor>> create(
+      const ir::Graph& graph, const std::vector<const Backend*>& backends, int num_threads,
+      bool plan_memory = false, ir::Graph* free_packed_weights = nullptr,
+      int64_t memory_budget = -1, KernelCache* kernel_cache = nullptr);
   ~GraphExecutor();
 
   // `inputs` holds the graph inputs by name; returns the graph outputs in order.
