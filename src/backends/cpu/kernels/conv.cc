@@ -303,10 +303,17 @@ constexpr double kTapwiseMaxUsefulFraction = 0.75;
 // im2col) it wins only where h = in_c out_c / (in_c + out_c) is large for the map: F(4x4) where
 // h * sqrt(tiles per image) >= 185, F(2x2) where h >= 40. Rule fitted on the 3x3 sweep of
 // bench/kernels/conv_bench.cc (Sweep/*: 32-512 channels, 7x7 to 112x112 maps).
+// F(4x4) also needs kWinogradMinOutChannels output channels: its 36 GEMMs per block of tiles
+// have out_c rows, and with fewer the register tiles run part-empty while the transforms cost
+// the same (every out_c = 32 shape of the conv_bench, Sweep/3x3_*to32_* and YOLO's 32to32,
+// ran slower on Winograd than on the phase planes, at 1 and 2 threads).
+constexpr int64_t kWinogradMinOutChannels = 64;
+
 bool phase_planes_beat_winograd(const WinogradConvShape& s, int64_t tile) {
   const double h = static_cast<double>(s.in_c) * static_cast<double>(s.out_c) /
                    static_cast<double>(s.in_c + s.out_c);
   if (tile == WinogradF2x3Conv::kTile) return h < 40.0;
+  if (s.out_c < kWinogradMinOutChannels) return true;
   const int64_t tiles = ((s.out_h + tile - 1) / tile) * ((s.out_w + tile - 1) / tile);
   return h * std::sqrt(static_cast<double>(tiles)) < 185.0;
 }
