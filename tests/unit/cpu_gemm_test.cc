@@ -293,14 +293,18 @@ TEST(F32Gemm, Epilogues) {
       for (Activation act :
            {Activation::kNone, Activation::kRelu, Activation::kClip, Activation::kLeakyRelu,
             Activation::kSigmoid, Activation::kSilu, Activation::kHardSwish, Activation::kGelu})
-        for (bool residual : {false, true}) {
-          GemmCase c{13, 37, 19};
-          c.bias = bias;
-          c.act = act;
-          c.residual = residual;
-          c.beta = residual ? 0.5f : 0.0f;
-          check_gemm(kernel, c, 1);
-        }
+        for (bool residual : {false, true})
+          // A packed: tiles in rows, the epilogues the tiles cannot take in registers run
+          // once per row of tiles (29 rows: a partial row of tiles at the bottom).
+          for (bool pack_a : {false, true}) {
+            GemmCase c{pack_a ? 29 : 13, 37, 19};
+            c.pack_a = pack_a;
+            c.bias = bias;
+            c.act = act;
+            c.residual = residual;
+            c.beta = residual ? 0.5f : 0.0f;
+            check_gemm(kernel, c, 1);
+          }
   }
 }
 

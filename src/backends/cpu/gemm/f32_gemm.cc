@@ -482,6 +482,11 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
       const float beta_block = p0 == 0 ? beta : 1.0f;
       const bool last = p0 + kc == k;
       const bool fuse_epilogue = last && fusable;
+      // An epilogue the tiles cannot take in registers (a transcendental activation) runs once
+      // per row of tiles rather than per tile: per tile its vector map is called on rows of 32
+      // columns, where the call costs as much as the map (EfficientNet's 1x1 convs with SiLU,
+      // bench: peregrine profile of efficientnet_b0).
+      const bool row_epilogue = rows_outer && last && !ep.empty() && !fusable;
       for (int64_t i0 = m_begin; i0 < m_end; i0 += kernel.mc) {  // ic loop
         const int64_t mcur = std::min<int64_t>(kernel.mc, m_end - i0);
         // A panels (kc, MR) for rows i0 : i0 + mcur.
@@ -548,14 +553,20 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
               }
             }
           }
-          if (last && !ep.empty() && !epilogue_done)
+          if (last && !ep.empty() && !epilogue_done && !row_epilogue)
             kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
                             static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
                             static_cast<size_t>(j0 + jr), ep);
         };
         if (rows_outer) {
-          for (int64_t ir = 0; ir < mcur; ir += mr)  // ir loop
+          for (int64_t ir = 0; ir < mcur; ir += mr) {  // ir loop
             for (int64_t jr = 0; jr < ncur; jr += nr) tile(ir, jr);
+            if (row_epilogue)  // the row of tiles just written, still in cache
+              kernel.epilogue(c + (i0 + ir) * ldc + j0, static_cast<size_t>(ldc),
+                              static_cast<size_t>(std::min<int64_t>(mr, mcur - ir)),
+                              static_cast<size_t>(ncur), static_cast<size_t>(i0 + ir),
+                              static_cast<size_t>(j0), ep);
+          }
         } else {
           for (int64_t jr = 0; jr < ncur; jr += nr)  // jr loop
             for (int64_t ir = 0; ir < mcur; ir += mr) tile(ir, jr);
@@ -597,11 +608,11 @@ void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const
                                   static_cast<size_t>(kc), ap, pointers.data() + p0,
                                   static_cast<size_t>(j), ct, static_cast<size_t>(ldc), 1.0f,
                                   p0 == 0 ? 0.0f : 1.0f, last && fusable ? &te : nullptr);
-          if (last && !ep.empty() && !fusable)
-            kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
-                            static_cast<size_t>(ncols), static_cast<size_t>(i0),
-                            static_cast<size_t>(col0 + j), ep);
         }
+        if (last && !ep.empty() && !fusable)  // once per row of tiles, as in f32_gemm
+          kernel.epilogue(c + i0 * ldc + col0, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
+                          static_cast<size_t>(len), static_cast<size_t>(i0),
+                          static_cast<size_t>(col0), ep);
       }
     }
   };
