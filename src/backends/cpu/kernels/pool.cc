@@ -112,6 +112,21 @@ class WindowPoolKernel : public PreparedKernel {
     }
     const float kernel_size = static_cast<float>(kh * kw);
     if (uk_.pool_s1 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && pad_t < kh && pad_l < kw) {
+      // Averages without the padding: each output's divisor (window rows inside times window
+      // columns inside) once per run, so each plane is one vectorizable division pass instead
+      // of a division per element with its divisor recomputed (Inception-v3's branch pools).
+      const bool exclude_pad = !max_ && count_include_pad == 0;
+      if (exclude_pad) {
+        plane_divisor_.resize(static_cast<size_t>(out_h * out_w));
+        for (int64_t oh = 0; oh < out_h; ++oh) {
+          const float rows_in = static_cast<float>(std::min(in_h, oh - pad_t + kh) -
+                                                   std::max<int64_t>(0, oh - pad_t));
+          for (int64_t ow = 0; ow < out_w; ++ow)
+            plane_divisor_[static_cast<size_t>(oh * out_w + ow)] =
+                rows_in * col_count_[static_cast<size_t>(ow)];
+        }
+      }
+      const float* divisor = plane_divisor_.data();
       // Stride 1 (Inception / GoogLeNet branch pools, YOLO's SPPF) in one call per plane: the
       // generic passes make H * KW + OH * KH row calls, each with a scalar tail on small maps.
       const size_t row_floats =
@@ -122,8 +137,10 @@ class WindowPoolKernel : public PreparedKernel {
                     static_cast<size_t>(kh), static_cast<size_t>(kw), static_cast<size_t>(pad_t),
                     static_cast<size_t>(pad_l), out, static_cast<size_t>(out_h),
                     static_cast<size_t>(out_w), max_, thread_scratch(row_floats));
-        if (!max_)
-          scale_sums(out, out_h, out_w, in_h, kh, pad_t, kernel_size, count_include_pad != 0);
+        if (exclude_pad)
+          divide(out, divisor, out_h * out_w);
+        else if (!max_)
+          scale_sums(out, out_h, out_w, in_h, kh, pad_t, kernel_size, true);
       };
       cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_s1);
       return Status::ok();
@@ -211,6 +228,10 @@ class WindowPoolKernel : public PreparedKernel {
       for (int64_t ow = 0; ow < out_w; ++ow) out_row[ow] /= rows_f * col_count_[ow];
     }
   }
+  // out[i] /= divisor[i] over n elements (the same division as scale_row, in vectors).
+  static void divide(float* __restrict out, const float* __restrict divisor, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = out[i] / divisor[i];
+  }
   // scale_row over a stride-1 plane (output row oh reads input rows oh - pad_t + ki).
   void scale_sums(float* out, int64_t out_h, int64_t out_w, int64_t in_h, int64_t kh,
                   int64_t pad_t, float kernel_size, bool count_include_pad) const {
@@ -224,6 +245,7 @@ class WindowPoolKernel : public PreparedKernel {
   const VectorUkernels& uk_;
   // Per-run geometry, kept so steady-state runs do not allocate.
   std::vector<int64_t> col_lo_, col_hi_;
+  std::vector<float> plane_divisor_;  // stride-1 averages without padding: per output element
   std::vector<float> col_count_;
 };
 
