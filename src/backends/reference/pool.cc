@@ -114,9 +114,30 @@ Status average_pool_kernel(KernelContext& ctx) {
   const Shape in_dims = spatial_of(x.shape());
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t in_size = product_of(in_dims), out_size = product_of(g.output);
-  // With count_include_pad the divisor is the full kernel, padding (also the extra end
-  // padding ceil_mode implies) counting as zeros.
-  const int64_t kernel_size = product_of(g.kernel);
+  // With count_include_pad the divisor counts the window's taps inside the input and its
+  // explicit (or auto_pad) padding, the padding as zeros; taps past the end padding, which
+  // only ceil_mode's last window reaches, do not count (onnx's reference, PyTorch).
+  // padded_taps[o]: that count for output position o (row-major).
+  std::vector<int64_t> padded_taps;
+  if (count_include_pad) {
+    const size_t rank = g.rank();
+    std::vector<std::vector<int64_t>> per_dim(rank);  // taps inside, per output index
+    for (size_t d = 0; d < rank; ++d)
+      for (int64_t o = 0; o < g.output[d]; ++o) {
+        const int64_t start = o * g.strides[d] - g.pads_begin[d];
+        int64_t taps = 0;
+        for (int64_t k = 0; k < g.kernel[d]; ++k)
+          taps += start + k * g.dilations[d] < in_dims[d] + g.pads_end[d];
+        per_dim[d].push_back(taps);
+      }
+    padded_taps.assign(static_cast<size_t>(out_size), 1);
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t o = 0; o < out_size; ++o) {
+      for (size_t d = 0; d < rank; ++d)
+        padded_taps[static_cast<size_t>(o)] *= per_dim[d][static_cast<size_t>(index[d])];
+      next_index(index, g.output);
+    }
+  }
   WindowLister lister(in_dims, g);
   return visit_float(x.dtype(), [&]<typename T>() {
     using A = AccumulatorOf<T>;
@@ -126,7 +147,8 @@ Status average_pool_kernel(KernelContext& ctx) {
       lister.for_each([&](int64_t o, const std::vector<int64_t>& window) {
         A sum = 0;
         for (int64_t i : window) sum += static_cast<A>(src[i]);
-        const int64_t count = count_include_pad ? kernel_size : static_cast<int64_t>(window.size());
+        const int64_t count = count_include_pad ? padded_taps[static_cast<size_t>(o)]
+                                                : static_cast<int64_t>(window.size());
         dst[o] = static_cast<T>(count > 0 ? sum / static_cast<A>(count) : A(0));
       });
     }

@@ -69,6 +69,13 @@ class WindowPoolKernel : public PreparedKernel {
     const int64_t kh = g.kernel[0], kw = g.kernel[1];
     const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
     const int64_t pad_t = g.pads_begin[0], pad_l = g.pads_begin[1];
+    // An average counting the padding whose last window (ceil_mode) reaches past the end
+    // padding: those taps do not count, a divisor per window that only the reference keeps.
+    if (!max_ && count_include_pad != 0)
+      for (size_t d = 0; d < 2; ++d)
+        if ((g.output[d] - 1) * g.strides[d] + g.effective_kernel(d) >
+            x.dim(static_cast<int64_t>(d) + 2) + g.pads_begin[d] + g.pads_end[d])
+          return run_reference(ctx);
     Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
     // Per tap column kj: output columns [lo, hi) whose tap lands in 0 <= ow*sw - pl + kj*dw < W.
