@@ -361,7 +361,9 @@ class InferenceSession:
         return list(self._impl.node_kernels())
 
     def plan_stats(self) -> Dict[str, int]:
-        """The shape-plan cache: plans held, compiles done, runs on each kind of plan."""
+        """The shape-plan cache: plans held, compiles done, runs on each kind of plan, and
+        the kernel cache the plans share (shared_kernels: nodes that reused a prepared kernel;
+        cached_kernels: kernels held)."""
         return dict(self._impl.plan_stats())
 
     def _start_profiling(self) -> None:
