@@ -552,6 +552,7 @@ Status infer_depth_to_space(InferContext& ctx, bool to_space) {
 
 Status infer_center_crop_pad(InferContext& ctx) {
   PG_RETURN_IF_ERROR(require_tensor_input(ctx, 0));
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));  // the target shape
   const ir::ValueType& in = ctx.input_type(0);
   PG_ASSIGN_OR_RETURN(auto target, shape_input(ctx, 1));
   if (!in.has_shape) {

@@ -237,6 +237,15 @@ def cases(root):
     np.save(f"{root}/input_object_npy/x.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
     yield "input_object_npy", 2, r"object arrays are not supported", ["--input", f"x={root}/input_object_npy/x.npy"]
 
+    # Found by fuzz_pipeline: CenterCropPad without its shape input (the kernel read past the
+    # output's dims).
+    crop = tiny_graph(
+        nodes=[helper.make_node("CenterCropPad", ["x"], ["z"], name="crop_0", axes=[0, 1])],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [20, 8, 3])],
+        outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/center_crop_pad_no_shape", model_of(crop, [helper.make_opsetid("", 18)]))
+    yield "center_crop_pad_no_shape", 2, r"node 'crop_0' \(CenterCropPad\).*input 1 is required", []
+
     # Shape profiles (--shape-profile NAME=MIN:OPT:MAX) that do not fit the model or the input.
     dynamic = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
                                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
