@@ -122,20 +122,25 @@ namespace {
 // The static tensors' memory against the budget: what the session will hold whatever the
 // inputs (dynamic values are not counted; Tensor::make refuses the impossible ones at run time).
 Status check_memory_budget(const ir::Graph& g, const planner::MemoryPlan& plan, int64_t budget) {
+  // Sizes saturate (a declared dim of 2^63 - 1 must not overflow the sums).
+  static constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
+  auto add = [](int64_t a, int64_t b) {
+    return std::min(kHuge, checked_add(a, b).value_or(kHuge));
+  };
   auto static_bytes = [&](const std::string& name) -> int64_t {
     const ir::Value* v = g.find_value(name);
     if (!v || !v->type.is_static()) return 0;
     auto n = checked_product(v->type.dims);
     auto b = n ? checked_mul(*n, static_cast<int64_t>(std::max<size_t>(dtype_size(v->type.dtype), 1)))
                : std::nullopt;
-    return b ? *b : std::numeric_limits<int64_t>::max() / 4;
+    return b ? std::min(*b, kHuge) : kHuge;
   };
   int64_t inputs = 0, outputs = 0, weights = 0;
-  for (const auto& n : g.inputs) inputs += static_bytes(n);
-  for (const auto& n : g.outputs) outputs += static_bytes(n);
+  for (const auto& n : g.inputs) inputs = add(inputs, static_bytes(n));
+  for (const auto& n : g.outputs) outputs = add(outputs, static_bytes(n));
   for (const auto& [name, v] : g.values)
-    if (v.initializer) weights += static_cast<int64_t>(v.initializer->nbytes());
-  const int64_t total = plan.arena_bytes + inputs + outputs + weights;
+    if (v.initializer) weights = add(weights, static_cast<int64_t>(v.initializer->nbytes()));
+  const int64_t total = add(add(plan.arena_bytes, inputs), add(outputs, weights));
   if (total <= budget) return Status::ok();
   return invalid_model("the model's static tensors need " + format_bytes(total) + " (activation arena " +
                        format_bytes(plan.arena_bytes) + ", inputs " + format_bytes(inputs) +

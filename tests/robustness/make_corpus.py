@@ -246,6 +246,16 @@ def cases(root):
     save(f"{root}/center_crop_pad_no_shape", model_of(crop, [helper.make_opsetid("", 18)]))
     yield "center_crop_pad_no_shape", 2, r"node 'crop_0' \(CenterCropPad\).*input 1 is required", []
 
+    # Found by fuzz_pipeline (UBSan): a declared input of 2^63 - 1 strings overflowed the sum
+    # of the memory budget check; the sizes saturate now.
+    huge = tiny_graph(
+        nodes=[helper.make_node("StringConcat", ["x", "y"], ["z"], name="concat_0")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.STRING, []),
+                helper.make_tensor_value_info("y", TensorProto.STRING, [2**63 - 1])],
+        outputs=[helper.make_tensor_value_info("z", TensorProto.STRING, None)])
+    save(f"{root}/string_input_2_63", model_of(huge, [helper.make_opsetid("", 20)]))
+    yield "string_input_2_63", 2, r"over the memory budget", []
+
     # Shape profiles (--shape-profile NAME=MIN:OPT:MAX) that do not fit the model or the input.
     dynamic = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
                                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
