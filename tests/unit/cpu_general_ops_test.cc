@@ -178,6 +178,17 @@ TEST(CpuReduce, AxesAsAttributeBeforeOpset18) {
   compare_with_reference(g, cpu_backend(), "cpu/reduce-", 1e-6f, 1e-5f);
 }
 
+// Integer reductions whose double result leaves the type (an empty slice's log-sum-exp is
+// -inf): stored as the type's bound, 0 for NaN, never an undefined conversion (a fuzz finding).
+TEST(CpuReduce, IntegerResultsOutsideTheTypeSaturate) {
+  Tensor x = Tensor::zeros(DType::kUInt32, {3, 0, 2});
+  OneNodeGraph g("ReduceLogSumExp", {{"X", x}, {"axes", Tensor::from_vector<int64_t>({1}, {1})}},
+                 {false, true}, {int_attr("keepdims", 0)}, "", 18);
+  const Tensor y = g.run(reference_backend(), 1, nullptr);
+  ASSERT_EQ(y.shape(), (Shape{3, 2}));
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.data<uint32_t>()[i], 0u);
+}
+
 // ---- coordinate-map copies ------------------------------------------------------------------
 
 TEST(CpuMapCopy, SliceWithNegativeStepsAndClampedBounds) {

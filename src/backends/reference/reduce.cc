@@ -60,6 +60,22 @@ using Accum = std::conditional_t<kIsFloat<T>, double,
 template <typename T>
 using Compare = std::conditional_t<kIsFloat<T>, double, T>;
 
+// A double result stored as T: for integer types NaN becomes 0 and values beyond the type's
+// range its bound (a plain cast of -inf or 1e30 to an integer is undefined behaviour).
+template <typename T>
+T from_double(double r) {
+  if constexpr (kIsFloat<T>) {
+    return static_cast<T>(r);
+  } else {
+    if (std::isnan(r)) return T(0);
+    if (r <= static_cast<double>(std::numeric_limits<T>::lowest()))
+      return std::numeric_limits<T>::lowest();
+    if (r >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
+    return static_cast<T>(r);
+  }
+}
+
 template <typename T>
 void reduce_typed(ReduceKind kind, const Tensor& in, const std::vector<int64_t>& targets,
                   Tensor& out) {
@@ -112,7 +128,7 @@ void reduce_typed(ReduceKind kind, const Tensor& in, const std::vector<int64_t>&
     for (size_t t = 0; t < n_out; ++t) {
       // An empty or all -inf slice gives -inf; a +inf max gives +inf (inf - inf is NaN).
       double r = std::isinf(peak[t]) ? peak[t] : peak[t] + std::log(sum[t]);
-      y[t] = static_cast<T>(r);
+      y[t] = from_double<T>(r);
     }
     return;
   }
@@ -127,7 +143,7 @@ void reduce_typed(ReduceKind kind, const Tensor& in, const std::vector<int64_t>&
           kind == ReduceKind::kL2 ? v * v : v;
     }
     for (size_t t = 0; t < n_out; ++t)
-      y[t] = static_cast<T>(kind == ReduceKind::kL2 ? std::sqrt(acc[t]) : std::log(acc[t]));
+      y[t] = from_double<T>(kind == ReduceKind::kL2 ? std::sqrt(acc[t]) : std::log(acc[t]));
     return;
   }
   A init = kind == ReduceKind::kProd ? A(1) : A(0);
