@@ -360,10 +360,12 @@ Expected<std::optional<std::vector<int64_t>>> shape_input(const InferContext& ct
   return std::optional<std::vector<int64_t>>(t->to_int64_vector());
 }
 
-// Rank of a 1-D shape-like input from its type, or -1.
+// Rank of a 1-D shape-like input from its type, or -1: also for a declared length no tensor's
+// rank reaches (a fuzzed model declared 6.6e17, and the output's dims were allocated from it).
 int64_t shape_input_length(const InferContext& ctx, size_t i) {
+  constexpr int64_t kMaxRank = int64_t{1} << 20;
   const ir::ValueType& t = ctx.input_type(i);
-  return t.is_static() && t.rank() == 1 ? t.dims[0] : -1;
+  return t.is_static() && t.rank() == 1 && t.dims[0] <= kMaxRank ? t.dims[0] : -1;
 }
 
 Status infer_expand(InferContext& ctx) {

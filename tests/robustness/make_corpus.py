@@ -256,6 +256,15 @@ def cases(root):
     save(f"{root}/string_input_2_63", model_of(huge, [helper.make_opsetid("", 20)]))
     yield "string_input_2_63", 2, r"over the memory budget", []
 
+    # Found by fuzz_pipeline (ASan): ConstantOfShape whose shape input declares 6.6e17 elements
+    # made inference allocate that many output dims.
+    cos = tiny_graph(
+        nodes=[helper.make_node("ConstantOfShape", ["x"], ["z"], name="fill_0")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.INT64, [659798268165120309])],
+        outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/constant_of_shape_long_shape", model_of(cos, [helper.make_opsetid("", 21)]))
+    yield "constant_of_shape_long_shape", 2, r"over the memory budget", []
+
     # Shape profiles (--shape-profile NAME=MIN:OPT:MAX) that do not fit the model or the input.
     dynamic = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
                                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
