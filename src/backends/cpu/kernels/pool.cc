@@ -146,8 +146,8 @@ class WindowPoolKernel : public PreparedKernel {
                     static_cast<size_t>(out_w), max_, thread_scratch(row_floats));
         if (exclude_pad)
           divide(out, divisor, out_h * out_w);
-        else if (!max_)
-          scale_sums(out, out_h, out_w, in_h, kh, pad_t, kernel_size, true);
+        else if (!max_)  // the padding counts: every window divides by the kernel size
+          for (int64_t i = 0; i < out_h * out_w; ++i) out[i] *= 1.0f / kernel_size;
       };
       cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_s1);
       return Status::ok();
@@ -238,14 +238,6 @@ class WindowPoolKernel : public PreparedKernel {
   // out[i] /= divisor[i] over n elements (the same division as scale_row, in vectors).
   static void divide(float* __restrict out, const float* __restrict divisor, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = out[i] / divisor[i];
-  }
-  // scale_row over a stride-1 plane (output row oh reads input rows oh - pad_t + ki).
-  void scale_sums(float* out, int64_t out_h, int64_t out_w, int64_t in_h, int64_t kh,
-                  int64_t pad_t, float kernel_size, bool count_include_pad) const {
-    for (int64_t oh = 0; oh < out_h; ++oh) {
-      const int64_t rows_in = std::min(in_h, oh - pad_t + kh) - std::max<int64_t>(0, oh - pad_t);
-      scale_row(out + oh * out_w, out_w, rows_in, kernel_size, count_include_pad);
-    }
   }
 
   bool max_;
