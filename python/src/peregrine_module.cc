@@ -314,6 +314,14 @@ class PySession {
     return from_bytes_ ? Session::load_from_bytes(bytes_, options) : Session::load(path_, options);
   }
 
+  // The plan of one input-shape signature: the model compiled with those shapes fixed.
+  Expected<std::unique_ptr<Session>> compile_plan(const Signature& sig) {
+    SessionOptions fixed = options_;
+    for (size_t i = 0; i < sig.size(); ++i) fixed.input_shapes[base_->inputs()[i].name] = sig[i];
+    ++compiles_;
+    return compile(fixed);
+  }
+
   bool must_copy(const Tensor& t, const std::vector<Range>& inputs) const {
     for (const Range& r : inputs)
       if (r.overlaps(t)) return true;
@@ -342,10 +350,7 @@ class PySession {
       if (std::any_of(plans_.begin(), plans_.end(),
                       [&](const Plan& p) { return p.signature == sig; }))
         continue;
-      SessionOptions fixed = options_;
-      for (size_t i = 0; i < sig.size(); ++i) fixed.input_shapes[base_->inputs()[i].name] = sig[i];
-      std::shared_ptr<Session> s = value_or_raise(compile(fixed));
-      ++compiles_;
+      std::shared_ptr<Session> s = value_or_raise(compile_plan(sig));
       plans_.push_front(Plan{sig, 2, false, std::move(s)});
       if (plans_.size() > static_cast<size_t>(max_plans_)) plans_.pop_back();
     }
@@ -373,10 +378,7 @@ class PySession {
       it = plans_.begin();
     }
     if (++it->sightings >= 2 && !it->session && !it->compile_failed) {
-      SessionOptions fixed = options_;
-      for (size_t i = 0; i < sig.size(); ++i) fixed.input_shapes[base_->inputs()[i].name] = sig[i];
-      auto s = compile(fixed);
-      ++compiles_;
+      auto s = compile_plan(sig);
       if (s.is_ok()) it->session = std::move(*s);
       else it->compile_failed = true;
       size_t compiled = 0;
