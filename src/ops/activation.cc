@@ -80,6 +80,25 @@ Status infer_celu(InferContext& ctx) {
   return infer_unary_of_class(ctx, TypeClass::kFloat);
 }
 
+// SwiGLU (opset 28): Swish(A) * B on two inputs of one shape; no broadcasting.
+Status infer_swiglu(InferContext& ctx) {
+  if (ctx.num_inputs() != 2) return ctx.error("expects 2 inputs (A, B)");
+  PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));
+  PG_RETURN_IF_ERROR(require_same_class_inputs(ctx, 0, 2, TypeClass::kFloat));
+  const ir::ValueType& a = ctx.input_type(0);
+  const ir::ValueType& b = ctx.input_type(1);
+  if (a.has_shape && b.has_shape) {
+    bool same = a.rank() == b.rank();
+    for (size_t i = 0; same && i < a.dims.size(); ++i)
+      same = a.dims[i] < 0 || b.dims[i] < 0 || a.dims[i] == b.dims[i];
+    if (!same)
+      return ctx.error("A " + shape_to_string(a.dims) + " and B " + shape_to_string(b.dims) +
+                       " must have one shape (SwiGLU does not broadcast)");
+  }
+  ctx.set_output(0, a.has_shape ? a : b);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_activation_schemas(SchemaRegistry& r) {
@@ -96,6 +115,7 @@ void register_activation_schemas(SchemaRegistry& r) {
   // Swish (opset 24): x * Sigmoid(alpha * x).
   r.add({kOnnxDomain, "Swish", 24, [](InferContext& ctx) { return infer_unary_of_class(ctx, TypeClass::kFloat); },
          elementwise_cost(14)});
+  r.add({kOnnxDomain, "SwiGLU", 28, infer_swiglu, elementwise_cost(16)});
   r.add({kOnnxDomain, "Gelu", 1, infer_gelu, elementwise_cost(25)});
   r.add({kOnnxDomain, "PRelu", 1, infer_prelu, elementwise_cost(2)});
   r.add({kOnnxDomain, "Clip", 1, infer_clip, elementwise_cost(2)});

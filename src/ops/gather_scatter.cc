@@ -131,6 +131,41 @@ Status infer_scatter_elements(InferContext& ctx) {
   return Status::ok();
 }
 
+// TensorScatter (opset 24): writes `update` into a copy of `past_cache` along the sequence
+// axis at each batch entry's write index; the cache keeps its shape.
+Status infer_tensor_scatter(InferContext& ctx) {
+  for (size_t i : {0, 1}) PG_RETURN_IF_ERROR(require_tensor_input(ctx, i));
+  const ir::ValueType& cache = ctx.input_type(0);
+  const ir::ValueType& upd = ctx.input_type(1);
+  if (types_differ(upd.dtype, cache.dtype))
+    return ctx.error("update and past_cache have different types");
+  if (ctx.num_inputs() > 2 && ctx.has_input(2) &&
+      !is_type_or_unknown(ctx.input_type(2).dtype, DType::kInt64))
+    return ctx.error("write_indices must be int64");
+  PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "linear"));
+  if (mode != "linear" && mode != "circular")
+    return ctx.error("mode '" + mode + "' is not one of linear, circular");
+  PG_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", -2));
+  if (cache.has_shape) {
+    PG_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, axis_attr, cache.rank()));
+    if (axis == 0) return ctx.error("axis must not be 0 (the batch dimension)");
+    if (upd.has_shape) {
+      if (upd.rank() != cache.rank())
+        return ctx.error("update " + shape_to_string(upd.dims) + " and past_cache " +
+                         shape_to_string(cache.dims) + " have different ranks");
+      for (int64_t i = 0; i < cache.rank(); ++i) {
+        const int64_t c = cache.dims[static_cast<size_t>(i)], u = upd.dims[static_cast<size_t>(i)];
+        if (c < 0 || u < 0) continue;
+        if (i == axis ? u > c : u != c)
+          return ctx.error("update " + shape_to_string(upd.dims) + " does not fit past_cache " +
+                           shape_to_string(cache.dims) + " at axis " + std::to_string(i));
+      }
+    }
+  }
+  ctx.set_output(0, cache);
+  return Status::ok();
+}
+
 Status infer_scatter_nd(InferContext& ctx) {
   for (size_t i : {0, 2}) PG_RETURN_IF_ERROR(require_tensor_input(ctx, i));
   PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));
@@ -227,6 +262,7 @@ void register_gather_scatter_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "Scatter", 9, guarded(infer_scatter_elements), nullptr});
   r.add({kOnnxDomain, "ScatterElements", 11, guarded(infer_scatter_elements), nullptr});
   r.add({kOnnxDomain, "ScatterND", 11, guarded(infer_scatter_nd), nullptr});
+  r.add({kOnnxDomain, "TensorScatter", 24, guarded(infer_tensor_scatter), nullptr});
   r.add({kOnnxDomain, "Compress", 9, guarded(infer_compress), nullptr});
   r.add({kOnnxDomain, "NonZero", 9, guarded(infer_nonzero), nullptr});
   r.add({kOnnxDomain, "OneHot", 9, guarded(infer_onehot), nullptr});

@@ -81,6 +81,28 @@ Status swish_kernel(KernelContext& ctx) {
   return unary_float_op(ctx, [alpha](double x) { return x / (1.0 + std::exp(-alpha * x)); });
 }
 
+// SwiGLU: Swish_alpha(A) * B, elementwise over two tensors of one shape.
+Status swiglu_kernel(KernelContext& ctx) {
+  double alpha;
+  PG_RETURN_IF_ERROR(float_attr(ctx, "alpha", 1.0f, &alpha));
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.shape() != b.shape())
+    return ctx.error("A " + shape_to_string(a.shape()) + " and B " + shape_to_string(b.shape()) +
+                     " must have one shape (SwiGLU does not broadcast)");
+  Tensor& out = ctx.output(0);
+  return visit_float(a.dtype(), [&]<typename T>() {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const double x = static_cast<double>(static_cast<ComputeType<T>>(pa[i]));
+      const double y = static_cast<double>(static_cast<ComputeType<T>>(pb[i]));
+      dst[i] = from_double<T>(x / (1.0 + std::exp(-alpha * x)) * y);
+    }
+  });
+}
+
 Status hard_sigmoid_kernel(KernelContext& ctx) {
   double alpha, beta;
   PG_RETURN_IF_ERROR(float_attr(ctx, "alpha", 0.2f, &alpha));
@@ -189,6 +211,7 @@ void register_activation_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "Celu", celu_kernel);
   r.add(kOnnxDomain, "HardSigmoid", hard_sigmoid_kernel);
   r.add(kOnnxDomain, "Swish", swish_kernel);
+  r.add(kOnnxDomain, "SwiGLU", swiglu_kernel);
   r.add(kOnnxDomain, "Shrink", shrink_kernel);
   r.add(kOnnxDomain, "Gelu", gelu_kernel);
   r.add(kOnnxDomain, "PRelu", prelu_kernel);

@@ -182,6 +182,39 @@ Status scatter_nd_kernel(KernelContext& ctx) {
   return apply_updates(ctx, offsets, slice);
 }
 
+// TensorScatter: the cache copied, then for every index before the sequence axis the update's
+// rows written from the batch entry's write index on (modulo the cache length when circular).
+Status tensor_scatter_kernel(KernelContext& ctx) {
+  const Tensor& cache = ctx.input(0);
+  const Tensor& update = ctx.input(1);
+  PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "linear"));
+  PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", -2));
+  axis = normalized_axis(axis, cache.rank());
+  const int64_t max_len = cache.dim(axis), len = update.dim(axis);
+  const int64_t batch = cache.dim(0);
+  const int64_t outer = product(cache.shape(), 0, axis),
+                inner = product(cache.shape(), axis + 1, cache.rank());
+  const int64_t per_batch = outer / std::max<int64_t>(batch, 1);
+  const Tensor* indices = ctx.num_inputs() > 2 && ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (indices && (indices->rank() != 1 || indices->dim(0) != batch))
+    return ctx.error("write_indices has shape " + shape_to_string(indices->shape()) +
+                     ", expected (" + std::to_string(batch) + ")");
+  Tensor& out = ctx.output(0);
+  copy_range(cache, 0, out, 0, cache.numel());
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t start = indices ? indices->get_as_int64(o / per_batch) : 0;
+    for (int64_t s = 0; s < len; ++s) {
+      int64_t row = start + s;
+      if (mode == "circular") row = ((row % max_len) + max_len) % max_len;
+      if (row < 0 || row >= max_len)
+        return ctx.error("write index " + std::to_string(start) + " + " + std::to_string(s) +
+                         " is outside the cache's " + std::to_string(max_len) + " positions");
+      copy_range(update, (o * len + s) * inner, out, (o * max_len + row) * inner, inner);
+    }
+  }
+  return Status::ok();
+}
+
 Status compress_kernel(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   const Tensor& cond = ctx.input(1);
@@ -260,6 +293,7 @@ void register_gather_scatter_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "Scatter", scatter_elements_kernel);
   r.add(kOnnxDomain, "ScatterElements", scatter_elements_kernel);
   r.add(kOnnxDomain, "ScatterND", scatter_nd_kernel);
+  r.add(kOnnxDomain, "TensorScatter", tensor_scatter_kernel);
   r.add(kOnnxDomain, "Compress", compress_kernel);
   r.add(kOnnxDomain, "NonZero", nonzero_kernel);
   r.add(kOnnxDomain, "OneHot", onehot_kernel);

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "backends/reference/elementwise_util.h"
+
 namespace peregrine {
 
 BroadcastIndexer::BroadcastIndexer(const Shape& in_shape, const Shape& out_shape) {
@@ -37,6 +39,19 @@ void copy_element(const Tensor& src, int64_t src_index, Tensor& dst, int64_t dst
   size_t sz = dtype_size(src.dtype());
   std::memcpy(static_cast<uint8_t*>(dst.raw()) + dst_index * sz,
               static_cast<const uint8_t*>(src.raw()) + src_index * sz, sz);
+}
+
+std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_as_double(i);
+  return v;
+}
+
+Status store_doubles(const std::vector<double>& v, Tensor& t) {
+  return visit_float(t.dtype(), [&]<typename T>() {
+    T* d = t.data<T>();
+    for (size_t i = 0; i < v.size(); ++i) d[i] = from_double<T>(v[i]);
+  });
 }
 
 }  // namespace peregrine

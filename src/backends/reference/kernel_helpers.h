@@ -83,6 +83,12 @@ class BroadcastIndexer {
   bool identity_ = false;
 };
 
+// Every element of a numeric tensor as double, for kernels that compute in double.
+std::vector<double> to_doubles(const Tensor& t);
+
+// Writes v (v.size() == t.numel()) into a float tensor, rounding each value to t's type.
+Status store_doubles(const std::vector<double>& v, Tensor& t);
+
 // Copies element `src_index` of src into `dst_index` of dst, any dtype incl. strings.
 void copy_element(const Tensor& src, int64_t src_index, Tensor& dst, int64_t dst_index);
 

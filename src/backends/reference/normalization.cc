@@ -11,24 +11,6 @@ namespace peregrine {
 
 namespace {
 
-// Every element of a float tensor as double.
-Expected<std::vector<double>> to_doubles(const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  PG_RETURN_IF_ERROR(visit_float(t.dtype(), [&]<typename T>() {
-    const T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<double>(p[i]);
-  }));
-  return out;
-}
-
-// Writes `values` into a float tensor of the same element count, rounding once.
-Status store_doubles(const std::vector<double>& values, Tensor& t) {
-  return visit_float(t.dtype(), [&]<typename T>() {
-    T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(values[i]);
-  });
-}
-
 struct Moments {
   double mean = 0;
   double var = 0;  // population variance
@@ -77,7 +59,7 @@ Status batch_norm_kernel(KernelContext& ctx) {
   bool per_channel = ctx.opset() >= 9 || spatial != 0;
   int64_t groups = per_channel ? c : c * inner;
   int64_t stat_inner = per_channel ? inner : 1;  // elements of one group per sample
-  PG_ASSIGN_OR_RETURN(std::vector<double> xs, to_doubles(x));
+  std::vector<double> xs = to_doubles(x);
   PG_ASSIGN_OR_RETURN(std::vector<double> scale, param(ctx, 1, groups, "scale"));
   PG_ASSIGN_OR_RETURN(std::vector<double> bias, param(ctx, 2, groups, "B"));
   PG_ASSIGN_OR_RETURN(std::vector<double> mean, param(ctx, 3, groups, "mean"));
@@ -132,7 +114,7 @@ Status instance_norm_kernel(KernelContext& ctx) {
   if (x.rank() < 3) return ctx.error("input must have rank >= 3");
   PG_ASSIGN_OR_RETURN(float epsilon, ctx.attrs().get_float("epsilon", 1e-5f));
   int64_t n = x.dim(0), c = x.dim(1), inner = x.numel() / std::max<int64_t>(1, n * c);
-  PG_ASSIGN_OR_RETURN(std::vector<double> xs, to_doubles(x));
+  std::vector<double> xs = to_doubles(x);
   PG_ASSIGN_OR_RETURN(std::vector<double> scale, param(ctx, 1, c, "scale"));
   PG_ASSIGN_OR_RETURN(std::vector<double> bias, param(ctx, 2, c, "B"));
   std::vector<double> y(xs.size());
@@ -176,11 +158,11 @@ Status layer_norm_kernel(KernelContext& ctx) {
   if (has_bias && !broadcastable(ctx.input(2)))
     return ctx.error("B of shape " + shape_to_string(ctx.input(2).shape()) +
                      " does not broadcast to the normalized shape " + shape_to_string(normalized));
-  PG_ASSIGN_OR_RETURN(std::vector<double> xs, to_doubles(x));
-  PG_ASSIGN_OR_RETURN(std::vector<double> scale, to_doubles(scale_t));
+  std::vector<double> xs = to_doubles(x);
+  std::vector<double> scale = to_doubles(scale_t);
   std::vector<double> bias;
   if (has_bias) {
-    PG_ASSIGN_OR_RETURN(bias, to_doubles(ctx.input(2)));
+    bias = to_doubles(ctx.input(2));
   }
   BroadcastIndexer scale_index(scale_t.shape(), normalized);
   BroadcastIndexer bias_index(has_bias ? ctx.input(2).shape() : normalized, normalized);
@@ -216,7 +198,7 @@ Status group_norm_kernel(KernelContext& ctx) {
   // Opset 18: one scale/bias per group; opset 21: one per channel.
   bool per_channel_params = ctx.opset() >= 21;
   int64_t params = per_channel_params ? c : groups;
-  PG_ASSIGN_OR_RETURN(std::vector<double> xs, to_doubles(x));
+  std::vector<double> xs = to_doubles(x);
   PG_ASSIGN_OR_RETURN(std::vector<double> scale, param(ctx, 1, params, "scale"));
   PG_ASSIGN_OR_RETURN(std::vector<double> bias, param(ctx, 2, params, "bias"));
   std::vector<double> y(xs.size());
@@ -242,7 +224,7 @@ Status lp_norm_kernel(KernelContext& ctx) {
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
   for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
   const int64_t len = x.dim(axis);
-  PG_ASSIGN_OR_RETURN(std::vector<double> v, to_doubles(x));
+  std::vector<double> v = to_doubles(x);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t base = o * len * inner + i;
@@ -271,7 +253,7 @@ Status lrn_kernel(KernelContext& ctx) {
   int64_t n = x.dim(0), c = x.dim(1), inner = x.numel() / std::max<int64_t>(1, n * c);
   // The window over channels: floor((size-1)/2) before, ceil((size-1)/2) after.
   int64_t before = (size - 1) / 2, after = size - 1 - before;
-  PG_ASSIGN_OR_RETURN(std::vector<double> xs, to_doubles(x));
+  std::vector<double> xs = to_doubles(x);
   std::vector<double> y(xs.size());
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch)
@@ -308,7 +290,7 @@ Status mvn_kernel(KernelContext& ctx) {
   int64_t groups = 1;
   for (int64_t d : kept_shape) groups *= d;
   BroadcastIndexer group_of(kept_shape, x.shape());
-  PG_ASSIGN_OR_RETURN(std::vector<double> xs, to_doubles(x));
+  std::vector<double> xs = to_doubles(x);
   std::vector<double> sum(static_cast<size_t>(groups), 0), sq(sum.size(), 0), count(sum.size(), 0);
   for (int64_t i = 0; i < x.numel(); ++i) {
     sum[group_of(i)] += xs[i];

@@ -92,21 +92,6 @@ Status read_activations(KernelContext& ctx, CellKind kind, int64_t dirs,
   return Status::ok();
 }
 
-std::vector<double> to_doubles(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_as_double(i);
-  return v;
-}
-
-template <typename T>
-void store(Tensor& t, const std::vector<double>& v) {
-  T* d = t.data<T>();
-  for (size_t i = 0; i < v.size(); ++i) {
-    if constexpr (std::is_same_v<T, double>) d[i] = v[i];
-    else d[i] = static_cast<T>(static_cast<float>(v[i]));
-  }
-}
-
 // Checks that an optional input has exactly the given shape.
 Status check_shape(KernelContext& ctx, size_t i, const Shape& expected) {
   if (ctx.input(i).shape() != expected)
@@ -270,12 +255,12 @@ Status recurrent_kernel(KernelContext& ctx, CellKind kind) {
     }
   }
 
-  return visit_float(x_t.dtype(), [&]<typename T>() {
-    if (ctx.wants_output(0)) store<T>(ctx.output(0), y);
-    if (ctx.num_outputs() > 1 && ctx.wants_output(1)) store<T>(ctx.output(1), y_h);
-    if (kind == CellKind::kLstm && ctx.num_outputs() > 2 && ctx.wants_output(2))
-      store<T>(ctx.output(2), y_c);
-  });
+  if (ctx.wants_output(0)) PG_RETURN_IF_ERROR(store_doubles(y, ctx.output(0)));
+  if (ctx.num_outputs() > 1 && ctx.wants_output(1))
+    PG_RETURN_IF_ERROR(store_doubles(y_h, ctx.output(1)));
+  if (kind == CellKind::kLstm && ctx.num_outputs() > 2 && ctx.wants_output(2))
+    PG_RETURN_IF_ERROR(store_doubles(y_c, ctx.output(2)));
+  return Status::ok();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
 #include "ops/op_schema.h"
 
@@ -215,11 +216,140 @@ Status attention_kernel(KernelContext& ctx) {
   return Status::ok();
 }
 
+// LinearAttention: per batch and KV head a Dk x Dv state S runs through the tokens in order:
+//   gated rules decay it, S *= exp(g_t) (g per head or per key dim);
+//   delta rules replace v_t by beta_t * (v_t - S^T k_t);
+//   then S += k_t v_t^T, and every query head of the group reads o_t = scale * q_t^T S.
+Status linear_attention_kernel(KernelContext& ctx) {
+  PG_ASSIGN_OR_RETURN(std::string rule, ctx.attrs().get_string("update_rule", "gated_delta"));
+  PG_ASSIGN_OR_RETURN(int64_t hq, ctx.attrs().get_int("q_num_heads", 0));
+  PG_ASSIGN_OR_RETURN(int64_t hkv, ctx.attrs().get_int("kv_num_heads", 0));
+  PG_ASSIGN_OR_RETURN(float scale_attr, ctx.attrs().get_float("scale", 0.0f));
+  const Tensor& q_t = ctx.input(0);
+  const Tensor& k_t = ctx.input(1);
+  const Tensor& v_t = ctx.input(2);
+  const int64_t batch = q_t.dim(0), steps = q_t.dim(1);
+  const int64_t dk = q_t.dim(2) / hq, dv = v_t.dim(2) / hkv, group = hq / hkv;
+  if (k_t.shape() != Shape{batch, steps, hkv * dk} || v_t.dim(0) != batch || v_t.dim(1) != steps)
+    return ctx.error("key " + shape_to_string(k_t.shape()) + " and value " +
+                     shape_to_string(v_t.shape()) + " do not match query " +
+                     shape_to_string(q_t.shape()) + " with these head counts");
+  const bool has_past = ctx.num_inputs() > 3 && ctx.has_input(3);
+  const bool gated = ctx.num_inputs() > 4 && ctx.has_input(4);
+  const bool delta = ctx.num_inputs() > 5 && ctx.has_input(5);
+  // Decay per head or per key dim; beta per head or one for all heads.
+  int64_t decay_width = 0, beta_width = 0;
+  if (gated) {
+    decay_width = ctx.input(4).dim(2);
+    if (ctx.input(4).dim(0) != batch || ctx.input(4).dim(1) != steps ||
+        (decay_width != hkv && decay_width != hkv * dk))
+      return ctx.error("decay " + shape_to_string(ctx.input(4).shape()) +
+                       " is not (B, T, kv_num_heads) or (B, T, kv_num_heads * Dk)");
+  }
+  if (delta) {
+    beta_width = ctx.input(5).dim(2);
+    if (ctx.input(5).dim(0) != batch || ctx.input(5).dim(1) != steps ||
+        (beta_width != hkv && beta_width != 1))
+      return ctx.error("beta " + shape_to_string(ctx.input(5).shape()) +
+                       " is not (B, T, kv_num_heads) or (B, T, 1)");
+  }
+  const double scale = scale_attr == 0.0f ? 1.0 / std::sqrt(static_cast<double>(dk)) : scale_attr;
+  const std::vector<double> q = to_doubles(q_t), k = to_doubles(k_t), v = to_doubles(v_t);
+  const std::vector<double> decay = gated ? to_doubles(ctx.input(4)) : std::vector<double>();
+  const std::vector<double> beta = delta ? to_doubles(ctx.input(5)) : std::vector<double>();
+  std::vector<double> state =
+      has_past ? to_doubles(ctx.input(3))
+               : std::vector<double>(static_cast<size_t>(batch * hkv * dk * dv), 0.0);
+  std::vector<double> out(static_cast<size_t>(batch * steps * hq * dv), 0.0);
+  std::vector<double> value(static_cast<size_t>(dv));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hkv; ++h) {
+      double* s = &state[static_cast<size_t>((b * hkv + h) * dk * dv)];
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t token = b * steps + t;
+        const double* kt = &k[static_cast<size_t>((token * hkv + h) * dk)];
+        const double* vt = &v[static_cast<size_t>((token * hkv + h) * dv)];
+        if (gated)
+          for (int64_t i = 0; i < dk; ++i) {
+            const int64_t g = decay_width == hkv ? token * hkv + h : (token * hkv + h) * dk + i;
+            const double f = std::exp(decay[static_cast<size_t>(g)]);
+            for (int64_t j = 0; j < dv; ++j) s[i * dv + j] *= f;
+          }
+        for (int64_t j = 0; j < dv; ++j) value[static_cast<size_t>(j)] = vt[j];
+        if (delta) {
+          const double bt =
+              beta[static_cast<size_t>(token * beta_width + (beta_width == 1 ? 0 : h))];
+          for (int64_t j = 0; j < dv; ++j) {
+            double retrieved = 0;
+            for (int64_t i = 0; i < dk; ++i) retrieved += s[i * dv + j] * kt[i];
+            value[static_cast<size_t>(j)] = bt * (vt[j] - retrieved);
+          }
+        }
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j) s[i * dv + j] += kt[i] * value[static_cast<size_t>(j)];
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t head = h * group + g;
+          const double* qt = &q[static_cast<size_t>((token * hq + head) * dk)];
+          double* o = &out[static_cast<size_t>((token * hq + head) * dv)];
+          for (int64_t j = 0; j < dv; ++j) {
+            double acc = 0;
+            for (int64_t i = 0; i < dk; ++i) acc += qt[i] * s[i * dv + j];
+            o[j] = scale * acc;
+          }
+        }
+      }
+    }
+  PG_RETURN_IF_ERROR(store_doubles(out, ctx.output(0)));
+  if (ctx.num_outputs() > 1 && ctx.wants_output(1))
+    PG_RETURN_IF_ERROR(store_doubles(state, ctx.output(1)));
+  return Status::ok();
+}
+
+// CausalConvWithState: the previous call's last K - 1 positions (zeros without them) go before
+// X, each channel is convolved with its own K taps without padding, and the last K - 1
+// positions of that padded sequence become the new state.
+Status causal_conv_with_state_kernel(KernelContext& ctx) {
+  PG_ASSIGN_OR_RETURN(std::string act, ctx.attrs().get_string("activation", "none"));
+  const Tensor& x_t = ctx.input(0);
+  const Tensor& w_t = ctx.input(1);
+  const int64_t batch = x_t.dim(0), channels = x_t.dim(1), len = x_t.dim(2), taps = w_t.dim(2);
+  const int64_t carry = taps - 1, padded_len = len + carry;
+  const bool has_bias = ctx.num_inputs() > 2 && ctx.has_input(2);
+  const bool has_past = ctx.num_inputs() > 3 && ctx.has_input(3);
+  const std::vector<double> x = to_doubles(x_t), w = to_doubles(w_t);
+  const std::vector<double> bias = has_bias ? to_doubles(ctx.input(2)) : std::vector<double>();
+  const std::vector<double> past = has_past ? to_doubles(ctx.input(3)) : std::vector<double>();
+  std::vector<double> y(x.size()), state(static_cast<size_t>(batch * channels * carry));
+  std::vector<double> padded(static_cast<size_t>(padded_len));
+  for (int64_t bc = 0; bc < batch * channels; ++bc) {
+    const int64_t c = bc % channels;
+    for (int64_t i = 0; i < carry; ++i)
+      padded[static_cast<size_t>(i)] = has_past ? past[static_cast<size_t>(bc * carry + i)] : 0.0;
+    for (int64_t i = 0; i < len; ++i)
+      padded[static_cast<size_t>(carry + i)] = x[static_cast<size_t>(bc * len + i)];
+    for (int64_t t = 0; t < len; ++t) {
+      double acc = has_bias ? bias[static_cast<size_t>(c)] : 0.0;
+      for (int64_t j = 0; j < taps; ++j)
+        acc += w[static_cast<size_t>(c * taps + j)] * padded[static_cast<size_t>(t + j)];
+      if (act != "none") acc = acc / (1.0 + std::exp(-acc));
+      y[static_cast<size_t>(bc * len + t)] = acc;
+    }
+    for (int64_t i = 0; i < carry; ++i)
+      state[static_cast<size_t>(bc * carry + i)] = padded[static_cast<size_t>(len + i)];
+  }
+  PG_RETURN_IF_ERROR(store_doubles(y, ctx.output(0)));
+  if (ctx.num_outputs() > 1 && ctx.wants_output(1))
+    PG_RETURN_IF_ERROR(store_doubles(state, ctx.output(1)));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_transformer_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "RotaryEmbedding", rotary_embedding_kernel);
   r.add(kOnnxDomain, "Attention", attention_kernel);
+  r.add(kOnnxDomain, "LinearAttention", linear_attention_kernel);
+  r.add(kOnnxDomain, "CausalConvWithState", causal_conv_with_state_kernel);
 }
 
 }  // namespace peregrine
