@@ -32,19 +32,26 @@ enum class DType : int32_t {
   kFloat8E4M3FNUZ = 18,
   kFloat8E5M2 = 19,
   kFloat8E5M2FNUZ = 20,
-  kUInt4 = 21,  // held unpacked, one element per byte, in memory
-  kInt4 = 22,   // held unpacked, one element per byte, in memory
+  kUInt4 = 21,       // held unpacked, one element per byte, in memory
+  kInt4 = 22,        // held unpacked, one element per byte, in memory
+  kFloat4E2M1 = 23,  // held unpacked, one element per byte, in memory
+  kFloat8E8M0 = 24,  // an exponent only: 2^(code - 127), 0xFF is NaN
+  kUInt2 = 25,       // held unpacked, one element per byte, in memory
+  kInt2 = 26,        // held unpacked, one element per byte, in memory
 };
 
-inline constexpr int32_t kMaxDTypeValue = 22;
+inline constexpr int32_t kMaxDTypeValue = 26;
 
-// Bytes one element occupies in memory (int4/uint4 unpacked: 1). 0 for string/undefined.
+// Bytes one element occupies in memory (sub-byte types unpacked: 1). 0 for string/undefined.
 size_t dtype_size(DType t);
+// Bits one element occupies in a serialized tensor where that is less than a byte (int4, uint4,
+// float4e2m1: 4; int2, uint2: 2; elements packed from the low bits up), else 0.
+int dtype_packed_bits(DType t);
 std::string_view dtype_name(DType t);  // "float32", "int64", ...
 bool dtype_is_valid(int32_t v);
 bool dtype_is_float(DType t);    // float16/bfloat16/float32/float64 (not float8)
-bool dtype_is_float8(DType t);
-bool dtype_is_integer(DType t);  // signed or unsigned, incl. 4-bit
+bool dtype_is_float8(DType t);   // the four E4M3 / E5M2 formats (not E8M0)
+bool dtype_is_integer(DType t);  // signed or unsigned, incl. 4-bit and 2-bit
 bool dtype_is_signed(DType t);
 
 // Maps a C++ storage type to its DType.

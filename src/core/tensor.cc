@@ -7,6 +7,7 @@
 
 #include "core/checked_math.h"
 #include "core/memory_budget.h"
+#include "core/narrow_float.h"
 #include "core/status_error.h"
 
 namespace peregrine {
@@ -99,15 +100,30 @@ double Tensor::get_as_double(int64_t i) const {
     case DType::kFloat64: return data<double>()[i];
     case DType::kFloat16: return data<Float16>()[i];
     case DType::kBFloat16: return data<BFloat16>()[i];
-    case DType::kInt8: case DType::kInt4: return data<int8_t>()[i];
+    case DType::kInt8:
+    case DType::kInt4:
+    case DType::kInt2:
+      return data<int8_t>()[i];
     case DType::kInt16: return data<int16_t>()[i];
     case DType::kInt32: return data<int32_t>()[i];
     case DType::kInt64: return static_cast<double>(data<int64_t>()[i]);
-    case DType::kUInt8: case DType::kUInt4: return data<uint8_t>()[i];
+    case DType::kUInt8:
+    case DType::kUInt4:
+    case DType::kUInt2:
+      return data<uint8_t>()[i];
     case DType::kUInt16: return data<uint16_t>()[i];
     case DType::kUInt32: return data<uint32_t>()[i];
     case DType::kUInt64: return static_cast<double>(data<uint64_t>()[i]);
     case DType::kBool: return data<bool>()[i] ? 1.0 : 0.0;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E4M3FNUZ:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E5M2FNUZ:
+      return float8_to_float(data<uint8_t>()[i], float8_format(dtype_));
+    case DType::kFloat8E8M0:
+      return float8e8m0_to_float(data<uint8_t>()[i]);
+    case DType::kFloat4E2M1:
+      return float4e2m1_to_float(data<uint8_t>()[i]);
     default: return 0.0;
   }
 }

@@ -32,6 +32,14 @@ Status infer_cast_to(InferContext& ctx, DType to) {
   return Status::ok();
 }
 
+// Cast-24's round_mode (for float8e8m0 targets).
+Status check_round_mode(const InferContext& ctx) {
+  PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("round_mode", "up"));
+  if (mode != "up" && mode != "down" && mode != "nearest")
+    return ctx.error("attribute 'round_mode' = '" + mode + "' is not one of up, down, nearest");
+  return Status::ok();
+}
+
 // Cast-1 names the type with a string ("FLOAT"); later versions use the enum value.
 Expected<int64_t> cast_target(const InferContext& ctx) {
   if (ctx.opset() >= 6) return ctx.attrs().get_int("to");
@@ -49,12 +57,14 @@ Status infer_cast(InferContext& ctx) {
   PG_ASSIGN_OR_RETURN(int64_t to, cast_target(ctx));
   if (to < 0 || to > kMaxDTypeValue || !dtype_is_valid(static_cast<int32_t>(to)))
     return ctx.error("attribute 'to' = " + std::to_string(to) + " is not a valid element type");
+  PG_RETURN_IF_ERROR(check_round_mode(ctx));
   return infer_cast_to(ctx, static_cast<DType>(to));
 }
 
 Status infer_cast_like(InferContext& ctx) {
   PG_RETURN_IF_ERROR(require_tensor_input(ctx, 0));
   PG_RETURN_IF_ERROR(require_tensor_input(ctx, 1));
+  PG_RETURN_IF_ERROR(check_round_mode(ctx));
   return infer_cast_to(ctx, ctx.input_type(1).dtype);
 }
 
@@ -66,11 +76,12 @@ Status infer_bit_cast(InferContext& ctx) {
     return ctx.error("attribute 'to' = " + std::to_string(to) + " is not a valid element type");
   const DType from = ctx.input_type(0).dtype, target = static_cast<DType>(to);
   auto whole_bytes = [](DType t) {
-    return t != DType::kString && t != DType::kInt4 && t != DType::kUInt4 && t != DType::kUndefined;
+    return t != DType::kString && dtype_packed_bits(t) == 0 && t != DType::kUndefined;
   };
   if (!whole_bytes(from) || !whole_bytes(target))
     return ctx.error("BitCast between " + std::string(dtype_name(from)) + " and " +
-                     std::string(dtype_name(target)) + " is not supported (strings and 4-bit types)");
+                     std::string(dtype_name(target)) +
+                     " is not supported (strings and sub-byte types)");
   if (dtype_size(from) != dtype_size(target))
     return ctx.error("BitCast from " + std::string(dtype_name(from)) + " to " +
                      std::string(dtype_name(target)) + ": the bit widths differ");

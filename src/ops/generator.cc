@@ -29,7 +29,7 @@ bool is_float(DType d) { return dtype_is_float(d); }
 bool is_multinomial_output(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
 bool is_numeric_or_bool(DType d) {
   return dtype_is_float(d) || d == DType::kBool ||
-         (dtype_is_integer(d) && d != DType::kInt4 && d != DType::kUInt4);
+         (dtype_is_integer(d) && dtype_packed_bits(d) == 0);
 }
 
 // RandomNormal / RandomUniform: the shape comes from the 'shape' attribute.

@@ -31,7 +31,7 @@ Expected<DType> common_type(const InferContext& ctx, std::initializer_list<size_
 }
 
 Status require_numeric(const InferContext& ctx, DType d) {
-  if (!dtype_is_float(d) && !(dtype_is_integer(d) && d != DType::kInt4 && d != DType::kUInt4))
+  if (!dtype_is_float(d) && !(dtype_is_integer(d) && dtype_packed_bits(d) == 0))
     return ctx.error("type " + type_name(d) + " is not supported (numeric types only)");
   return Status::ok();
 }

@@ -19,6 +19,9 @@ bool quantized_type(DType t) {
     case DType::kUInt8: case DType::kInt8: case DType::kUInt16: case DType::kInt16:
     case DType::kUInt4: case DType::kInt4: case DType::kFloat8E4M3FN:
     case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
+    case DType::kInt2:
+    case DType::kUInt2:
+    case DType::kFloat4E2M1:
       return true;
     default:
       return false;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/checked_math.h"
+#include "core/narrow_float.h"
 #include "core/tensor.h"
 
 namespace peregrine {
@@ -35,6 +36,58 @@ TEST(BFloat16, RoundTripAndRounding) {
   EXPECT_EQ(static_cast<float>(BFloat16(-3.5f)), -3.5f);
   EXPECT_EQ(static_cast<float>(BFloat16(1.f + std::ldexp(1.f, -8))), 1.f);  // tie to even
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::nanf("")))));
+}
+
+TEST(Float4E2M1, RoundsToNearestEvenCodeAndSaturates) {
+  for (uint8_t c = 0; c < 16; ++c)
+    EXPECT_EQ(float_to_float4e2m1(float4e2m1_to_float(c)), c == 8 ? 8 : c) << int(c);
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(0.25f)), 0.0f);  // tie 0 / 0.5: even code
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(0.75f)), 1.0f);  // tie 0.5 / 1
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(2.5f)), 2.0f);
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(5.0f)), 4.0f);
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(5.1f)), 6.0f);
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(-1e9f)), -6.0f);
+  EXPECT_EQ(float4e2m1_to_float(float_to_float4e2m1(INFINITY)), 6.0f);
+  EXPECT_EQ(float_to_float4e2m1(-0.0f), 0x8);
+}
+
+TEST(Float8E8M0, RoundingModesAndSaturation) {
+  EXPECT_EQ(float8e8m0_to_float(127), 1.0f);
+  EXPECT_TRUE(std::isnan(float8e8m0_to_float(0xFF)));
+  EXPECT_EQ(float_to_float8e8m0(1.1f, true, E8M0Rounding::kUp), 128);
+  EXPECT_EQ(float_to_float8e8m0(1.1f, true, E8M0Rounding::kDown), 127);
+  EXPECT_EQ(float_to_float8e8m0(1.1f, true, E8M0Rounding::kNearest), 127);
+  EXPECT_EQ(float_to_float8e8m0(1.5f, true, E8M0Rounding::kNearest), 128);
+  EXPECT_EQ(float_to_float8e8m0(2.0f, true, E8M0Rounding::kUp), 128);
+  const float big = std::numeric_limits<float>::max();
+  EXPECT_EQ(float_to_float8e8m0(big, true, E8M0Rounding::kUp), 0xFE);
+  EXPECT_EQ(float_to_float8e8m0(big, false, E8M0Rounding::kUp), 0xFF);
+  EXPECT_EQ(float_to_float8e8m0(NAN, true, E8M0Rounding::kUp), 0xFF);
+}
+
+TEST(SmallInt, FloatsTruncateAndIntegersWrap) {
+  EXPECT_EQ(float_to_small_int(7.9, 4, true), 7);
+  EXPECT_EQ(float_to_small_int(-8.9, 4, true), -8);
+  EXPECT_EQ(float_to_small_int(-9.0, 4, true), 0);  // out of range: 0
+  EXPECT_EQ(float_to_small_int(3.5, 2, false), 3);
+  EXPECT_EQ(float_to_small_int(-1.0, 2, false), 0);
+  EXPECT_EQ(float_to_small_int(-2.5, 2, true), -2);
+  EXPECT_EQ(float_to_small_int(NAN, 2, true), 0);
+  EXPECT_EQ(wrap_small_int(9, 4, true), -7);
+  EXPECT_EQ(wrap_small_int(-3, 2, true), 1);
+  EXPECT_EQ(wrap_small_int(7, 2, false), 3);
+}
+
+TEST(Tensor, ReadsNarrowFloatsAsDouble) {
+  Tensor f8 = Tensor::zeros(DType::kFloat8E4M3FN, {1});
+  f8.data<uint8_t>()[0] = 0x38;  // 1.0
+  EXPECT_EQ(f8.get_as_double(0), 1.0);
+  Tensor f4 = Tensor::zeros(DType::kFloat4E2M1, {1});
+  f4.data<uint8_t>()[0] = 0xF;  // -6
+  EXPECT_EQ(f4.get_as_double(0), -6.0);
+  Tensor i2 = Tensor::zeros(DType::kInt2, {1});
+  i2.data<int8_t>()[0] = -2;
+  EXPECT_EQ(i2.get_as_double(0), -2.0);
 }
 
 TEST(CheckedMath, DetectsOverflow) {

@@ -130,6 +130,41 @@ TEST(Importer, FourBitElementCountAtTheLimitIsRefused) {
   EXPECT_FALSE(tensor_from_proto(t, "").is_ok());
 }
 
+// int2 / uint2 pack four elements per byte and float4e2m1 two, from the low bits up, in
+// raw_data and in int32_data alike; tensor_to_proto packs them back the same way.
+TEST(Importer, SubByteTypesUnpackAndPackBack) {
+  struct Case {
+    int type;  // TensorProto data_type: the bundled onnx.proto predates these three names
+    std::vector<int> packed;
+    std::vector<int> elements;  // as stored in memory (signed types sign-extended)
+  };
+  const std::vector<Case> cases = {
+      {static_cast<int>(DType::kInt2), {0x38, 0x01}, {0, -2, -1, 0, 1}},
+      {static_cast<int>(DType::kUInt2), {0xE4, 0x03}, {0, 1, 2, 3, 3}},
+      {static_cast<int>(DType::kFloat4E2M1), {0xA1, 0x07}, {1, 10, 7}},
+  };
+  for (const Case& c : cases) {
+    for (bool raw : {true, false}) {
+      onnx::TensorProto t;
+      t.set_name("q");
+      t.set_data_type(c.type);
+      t.add_dims(static_cast<int64_t>(c.elements.size()));
+      if (raw)
+        t.set_raw_data(std::string(c.packed.begin(), c.packed.end()));
+      else
+        for (int b : c.packed) t.add_int32_data(b);
+      auto got = tensor_from_proto(t, "");
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      for (size_t i = 0; i < c.elements.size(); ++i)
+        EXPECT_EQ(static_cast<int8_t>(got->data<uint8_t>()[i]), c.elements[i])
+            << c.type << " " << i;
+      onnx::TensorProto back;
+      tensor_to_proto(*got, &back);
+      EXPECT_EQ(back.raw_data(), std::string(c.packed.begin(), c.packed.end())) << c.type;
+    }
+  }
+}
+
 TEST(Importer, ExternalDataInsideFolderLoads) {
   TempDir dir;
   std::vector<float> values{1, 2, 3, 4};

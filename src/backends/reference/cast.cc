@@ -9,9 +9,9 @@
 #include <string>
 #include <type_traits>
 
-#include "backends/reference/cast_float8.h"
 #include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
+#include "core/narrow_float.h"
 
 namespace peregrine {
 
@@ -20,19 +20,42 @@ namespace {
 // Types held as bytes in memory whose values are not plain integers.
 template <DType D>
 struct Float8Tag {};
-struct Int4Tag {};
-struct UInt4Tag {};
+struct Float8E8M0Tag {};
+struct Float4E2M1Tag {};
+template <int Bits, bool Signed>
+struct SmallIntTag {};  // int4, uint4, int2, uint2 (unpacked)
 
 template <typename T> struct StorageOf { using type = T; };
 template <DType D> struct StorageOf<Float8Tag<D>> { using type = uint8_t; };
-template <> struct StorageOf<Int4Tag> { using type = int8_t; };
-template <> struct StorageOf<UInt4Tag> { using type = uint8_t; };
+template <>
+struct StorageOf<Float8E8M0Tag> {
+  using type = uint8_t;
+};
+template <>
+struct StorageOf<Float4E2M1Tag> {
+  using type = uint8_t;
+};
+template <int Bits, bool Signed>
+struct StorageOf<SmallIntTag<Bits, Signed>> {
+  using type = std::conditional_t<Signed, int8_t, uint8_t>;
+};
 template <typename T> using Storage = typename StorageOf<T>::type;
 
 template <typename T> inline constexpr bool kIsFloat8 = false;
 template <DType D> inline constexpr bool kIsFloat8<Float8Tag<D>> = true;
 template <typename T> inline constexpr DType kFloat8DType = DType::kUndefined;
 template <DType D> inline constexpr DType kFloat8DType<Float8Tag<D>> = D;
+template <typename T>
+inline constexpr bool kIsSmallInt = false;
+template <int Bits, bool Signed>
+inline constexpr bool kIsSmallInt<SmallIntTag<Bits, Signed>> = true;
+template <typename T>
+struct SmallIntTraits;
+template <int Bits, bool Signed>
+struct SmallIntTraits<SmallIntTag<Bits, Signed>> {
+  static constexpr int kBits = Bits;
+  static constexpr bool kSigned = Signed;
+};
 
 template <typename T>
 inline constexpr bool kIsNarrowFloat = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
@@ -45,8 +68,24 @@ Status visit_castable(DType t, F&& fn) {
     case DType::kFloat8E4M3FNUZ: fn.template operator()<Float8Tag<DType::kFloat8E4M3FNUZ>>(); break;
     case DType::kFloat8E5M2: fn.template operator()<Float8Tag<DType::kFloat8E5M2>>(); break;
     case DType::kFloat8E5M2FNUZ: fn.template operator()<Float8Tag<DType::kFloat8E5M2FNUZ>>(); break;
-    case DType::kInt4: fn.template operator()<Int4Tag>(); break;
-    case DType::kUInt4: fn.template operator()<UInt4Tag>(); break;
+    case DType::kFloat8E8M0:
+      fn.template operator()<Float8E8M0Tag>();
+      break;
+    case DType::kFloat4E2M1:
+      fn.template operator()<Float4E2M1Tag>();
+      break;
+    case DType::kInt4:
+      fn.template operator()<SmallIntTag<4, true>>();
+      break;
+    case DType::kUInt4:
+      fn.template operator()<SmallIntTag<4, false>>();
+      break;
+    case DType::kInt2:
+      fn.template operator()<SmallIntTag<2, true>>();
+      break;
+    case DType::kUInt2:
+      fn.template operator()<SmallIntTag<2, false>>();
+      break;
     default: return visit_numeric_or_bool(t, fn);
   }
   return Status::ok();
@@ -57,7 +96,11 @@ template <typename T>
 auto load_value(Storage<T> v) {
   if constexpr (kIsFloat8<T>) {
     return float8_to_float(v, float8_format(kFloat8DType<T>));
-  } else if constexpr (std::is_same_v<T, Int4Tag> || std::is_same_v<T, UInt4Tag>) {
+  } else if constexpr (std::is_same_v<T, Float8E8M0Tag>) {
+    return float8e8m0_to_float(v);
+  } else if constexpr (std::is_same_v<T, Float4E2M1Tag>) {
+    return float4e2m1_to_float(v);
+  } else if constexpr (kIsSmallInt<T>) {
     return static_cast<int64_t>(v);
   } else if constexpr (kIsNarrowFloat<T>) {
     return static_cast<float>(v);
@@ -79,15 +122,29 @@ U float_to_integer(V v) {
   return static_cast<U>(t);
 }
 
+// The attributes that steer a conversion.
+struct CastRules {
+  bool saturate = true;                            // float8 targets (Cast-19)
+  E8M0Rounding e8m0_rounding = E8M0Rounding::kUp;  // float8e8m0 targets (Cast-24's round_mode)
+};
+
 // Converts a loaded value to the storage of U by Cast's rules.
 template <typename U, typename V>
-Storage<U> store_value(V v, bool saturate) {
+Storage<U> store_value(V v, const CastRules& rules) {
   if constexpr (kIsFloat8<U>) {
-    return float_to_float8(static_cast<float>(v), float8_format(kFloat8DType<U>), saturate);
-  } else if constexpr (std::is_same_v<U, Int4Tag>) {
-    return double_to_int4(static_cast<double>(v));
-  } else if constexpr (std::is_same_v<U, UInt4Tag>) {
-    return double_to_uint4(static_cast<double>(v));
+    return float_to_float8(static_cast<float>(v), float8_format(kFloat8DType<U>), rules.saturate);
+  } else if constexpr (std::is_same_v<U, Float8E8M0Tag>) {
+    return float_to_float8e8m0(static_cast<float>(v), rules.saturate, rules.e8m0_rounding);
+  } else if constexpr (std::is_same_v<U, Float4E2M1Tag>) {
+    return float_to_float4e2m1(static_cast<float>(v));
+  } else if constexpr (kIsSmallInt<U>) {
+    constexpr int kBits = SmallIntTraits<U>::kBits;
+    constexpr bool kSigned = SmallIntTraits<U>::kSigned;
+    if constexpr (std::is_floating_point_v<V>) {
+      return static_cast<Storage<U>>(float_to_small_int(static_cast<double>(v), kBits, kSigned));
+    } else {
+      return static_cast<Storage<U>>(wrap_small_int(static_cast<int64_t>(v), kBits, kSigned));
+    }
   } else if constexpr (std::is_same_v<U, bool>) {
     return v != V(0);
   } else if constexpr (std::is_same_v<U, BFloat16>) {
@@ -191,7 +248,7 @@ double parse_double(const std::string& s) {
 }
 
 template <typename U>
-Storage<U> string_to_value(const std::string& s, bool saturate) {
+Storage<U> string_to_value(const std::string& s, const CastRules& rules) {
   if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
     // Whole integers parse exactly (int64 beyond 2^53 must not go through double).
     const char* begin = s.c_str();
@@ -201,10 +258,10 @@ Storage<U> string_to_value(const std::string& s, bool saturate) {
     auto res = std::from_chars(begin, end, parsed);
     if (res.ec == std::errc() && res.ptr == end) return parsed;
   }
-  return store_value<U>(parse_double(s), saturate);
+  return store_value<U>(parse_double(s), rules);
 }
 
-Status cast_tensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool saturate) {
+Status cast_tensor(KernelContext& ctx, const Tensor& in, Tensor& out, const CastRules& rules) {
   DType from = in.dtype(), to = out.dtype();
   const int64_t n = in.numel();
   if (from == to) {
@@ -219,7 +276,7 @@ Status cast_tensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool satur
     const std::vector<std::string>& src = in.strings();
     return visit_castable(to, [&]<typename U>() {
       Storage<U>* dst = out.data<Storage<U>>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = string_to_value<U>(src[i], saturate);
+      for (int64_t i = 0; i < n; ++i) dst[i] = string_to_value<U>(src[i], rules);
     });
   }
   if (to == DType::kString) {
@@ -234,7 +291,7 @@ Status cast_tensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool satur
     inner = visit_castable(to, [&]<typename U>() {
       const Storage<T>* src = in.data<Storage<T>>();
       Storage<U>* dst = out.data<Storage<U>>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = store_value<U>(load_value<T>(src[i]), saturate);
+      for (int64_t i = 0; i < n; ++i) dst[i] = store_value<U>(load_value<T>(src[i]), rules);
     });
   });
   PG_RETURN_IF_ERROR(outer);
@@ -244,7 +301,16 @@ Status cast_tensor(KernelContext& ctx, const Tensor& in, Tensor& out, bool satur
 
 Status cast_kernel(KernelContext& ctx) {
   PG_ASSIGN_OR_RETURN(int64_t saturate, ctx.attrs().get_int("saturate", 1));
-  Status s = cast_tensor(ctx, ctx.input(0), ctx.output(0), saturate != 0);
+  PG_ASSIGN_OR_RETURN(std::string round_mode, ctx.attrs().get_string("round_mode", "up"));
+  CastRules rules;
+  rules.saturate = saturate != 0;
+  if (round_mode == "down")
+    rules.e8m0_rounding = E8M0Rounding::kDown;
+  else if (round_mode == "nearest")
+    rules.e8m0_rounding = E8M0Rounding::kNearest;
+  else if (round_mode != "up")
+    return ctx.error("round_mode '" + round_mode + "' is not one of up, down, nearest");
+  Status s = cast_tensor(ctx, ctx.input(0), ctx.output(0), rules);
   if (!s.is_ok() && s.message().find(ctx.node().describe()) == std::string::npos)
     return ctx.error(s.message());
   return s;

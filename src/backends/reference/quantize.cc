@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/reference/cast_float8.h"
 #include "backends/reference/evaluate.h"
 #include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
+#include "core/narrow_float.h"
 #include "ops/infer_helpers.h"
 #include "ops/quantize_util.h"
 
@@ -20,13 +20,6 @@ namespace peregrine {
 namespace {
 
 // ---- element access for the quantized types -----------------------------------
-
-// Element i of a float8, integer (incl. 4-bit) or float tensor as a double.
-double read_value(const Tensor& t, int64_t i) {
-  if (dtype_is_float8(t.dtype()))
-    return float8_to_float(t.data<uint8_t>()[i], float8_format(t.dtype()));
-  return t.get_as_double(i);
-}
 
 // Integer range of a quantized integer type.
 void integer_range(DType t, double& lo, double& hi) {
@@ -37,6 +30,14 @@ void integer_range(DType t, double& lo, double& hi) {
     case DType::kUInt16: lo = 0; hi = 65535; return;
     case DType::kInt4: lo = -8; hi = 7; return;
     case DType::kUInt4: lo = 0; hi = 15; return;
+    case DType::kInt2:
+      lo = -2;
+      hi = 1;
+      return;
+    case DType::kUInt2:
+      lo = 0;
+      hi = 3;
+      return;
     default: lo = 0; hi = 0; return;
   }
 }
@@ -44,8 +45,16 @@ void integer_range(DType t, double& lo, double& hi) {
 // Stores an already rounded and clamped integer value into element i.
 void write_integer(Tensor& t, int64_t i, double v) {
   switch (t.dtype()) {
-    case DType::kInt8: case DType::kInt4: t.data<int8_t>()[i] = static_cast<int8_t>(v); return;
-    case DType::kUInt8: case DType::kUInt4: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); return;
+    case DType::kInt8:
+    case DType::kInt4:
+    case DType::kInt2:
+      t.data<int8_t>()[i] = static_cast<int8_t>(v);
+      return;
+    case DType::kUInt8:
+    case DType::kUInt4:
+    case DType::kUInt2:
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      return;
     case DType::kInt16: t.data<int16_t>()[i] = static_cast<int16_t>(v); return;
     case DType::kUInt16: t.data<uint16_t>()[i] = static_cast<uint16_t>(v); return;
     default: return;
@@ -162,6 +171,11 @@ Status quantize_linear(KernelContext& ctx) {
       // The float8 zero point must be 0 (onnx's reference ignores it).
       y.data<uint8_t>()[i] =
           float_to_float8(static_cast<float>(v), float8_format(out), saturate != 0);
+    } else if (out == DType::kFloat4E2M1) {
+      // E2M1 has no infinity to overflow to: it always saturates. The zero point is added
+      // before rounding, as onnx's reference does.
+      const double zero = has_zero_point ? ctx.input(2).get_as_double(zero_index(i)) : 0.0;
+      y.data<uint8_t>()[i] = float_to_float4e2m1(static_cast<float>(v + zero));
     } else {
       double zero = has_zero_point ? ctx.input(2).get_as_double(zero_index(i)) : 0.0;
       write_integer(y, i, requantize(v, zero, out));
@@ -173,7 +187,9 @@ Status quantize_linear(KernelContext& ctx) {
 Status dequantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
-  const bool has_zero_point = ctx.has_input(2) && !dtype_is_float8(x.dtype());
+  // The float formats' zero point is 0 by rule; onnx's reference ignores it.
+  const bool has_zero_point =
+      ctx.has_input(2) && !dtype_is_float8(x.dtype()) && x.dtype() != DType::kFloat4E2M1;
   Tensor& y = ctx.output(0);
   PG_ASSIGN_OR_RETURN(ParamIndexer scale_index, make_param_indexer(ctx, x.shape(), scale));
   ParamIndexer zero_index;
@@ -184,7 +200,7 @@ Status dequantize_linear(KernelContext& ctx) {
     T* out = y.data<T>();
     for (int64_t i = 0; i < x.numel(); ++i) {
       // numpy: x.astype(float32) - zero_point, then times the scale.
-      float shifted = static_cast<float>(read_value(x, i));
+      float shifted = static_cast<float>(x.get_as_double(i));
       if (has_zero_point)
         shifted -= static_cast<float>(ctx.input(2).get_as_double(zero_index(i)));
       double s = scale.get_as_double(scale_index(i));

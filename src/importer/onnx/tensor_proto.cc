@@ -20,13 +20,23 @@ std::string tensor_label(const onnx::TensorProto& p) {
   return "tensor '" + p.name() + "'";
 }
 
-// Unpacks 4-bit elements (low nibble first), sign-extending for int4.
-void unpack_4bit(const uint8_t* packed, int64_t n, bool is_signed, uint8_t* out) {
+// Unpacks elements of `bits` bits (the low bits of each byte first), sign-extending the
+// signed integer types.
+void unpack_subbyte(const uint8_t* packed, int64_t n, DType dtype, uint8_t* out) {
+  const int bits = dtype_packed_bits(dtype), per_byte = 8 / bits;
+  const bool sign_extend = dtype == DType::kInt4 || dtype == DType::kInt2;
+  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1),
+                sign = static_cast<uint8_t>(1 << (bits - 1));
   for (int64_t i = 0; i < n; ++i) {
-    uint8_t nib = (packed[i / 2] >> ((i % 2) * 4)) & 0xF;
-    if (is_signed && (nib & 0x8)) nib |= 0xF0;
-    out[i] = nib;
+    uint8_t v = (packed[i / per_byte] >> ((i % per_byte) * bits)) & mask;
+    if (sign_extend && (v & sign)) v |= static_cast<uint8_t>(~mask);
+    out[i] = v;
   }
+}
+
+int64_t packed_bytes(DType dtype, int64_t n) {
+  const int per_byte = 8 / dtype_packed_bits(dtype);
+  return n / per_byte + (n % per_byte ? 1 : 0);
 }
 
 // Reads `length` bytes at `offset` of `location` inside model_dir, refusing any
@@ -124,7 +134,10 @@ Status check_typed_count(const onnx::TensorProto& p, DType dtype, int64_t n) {
       return check_count(p, p.uint64_data(), n, "uint64_data");
     case DType::kInt4:
     case DType::kUInt4:
-      return check_count(p, p.int32_data(), n / 2 + n % 2, "int32_data");
+    case DType::kFloat4E2M1:
+    case DType::kInt2:
+    case DType::kUInt2:
+      return check_count(p, p.int32_data(), packed_bytes(dtype, n), "int32_data");
     case DType::kString:
       return check_count(p, p.string_data(), n, "string_data");
     default:  // int8/16/32, uint8/16, bool, float16, bfloat16, float8: one int32 each
@@ -150,8 +163,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
   if (!bytes)
     return invalid_model(tensor_label(p) + ": shape " + shape_to_string(shape) + " overflows");
   const int64_t n = *count;
-  const bool four_bit = dtype == DType::kInt4 || dtype == DType::kUInt4;
-  const int64_t stored_bytes = four_bit ? n / 2 + n % 2 : *bytes;
+  const bool sub_byte = dtype_packed_bits(dtype) != 0;
+  const int64_t stored_bytes = sub_byte ? packed_bytes(dtype, n) : *bytes;
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
   if (dtype == DType::kString && external)
     return unsupported(tensor_label(p) + ": external string data is not supported");
@@ -184,9 +197,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
     return t;
   }
   if (raw) {
-    if (four_bit) {
-      unpack_4bit(reinterpret_cast<const uint8_t*>(raw->data()), n, dtype == DType::kInt4,
-                  t.data<uint8_t>());
+    if (sub_byte) {
+      unpack_subbyte(reinterpret_cast<const uint8_t*>(raw->data()), n, dtype, t.data<uint8_t>());
     } else if (stored_bytes) {
       std::memcpy(t.raw(), raw->data(), static_cast<size_t>(stored_bytes));
     }
@@ -212,9 +224,12 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
       std::copy(p.uint64_data().begin(), p.uint64_data().end(), t.data<uint64_t>());
       break;
     case DType::kInt4:
-    case DType::kUInt4: {
+    case DType::kUInt4:
+    case DType::kFloat4E2M1:
+    case DType::kInt2:
+    case DType::kUInt2: {
       std::vector<uint8_t> packed(p.int32_data().begin(), p.int32_data().end());
-      unpack_4bit(packed.data(), n, dtype == DType::kInt4, t.data<uint8_t>());
+      unpack_subbyte(packed.data(), n, dtype, t.data<uint8_t>());
       break;
     }
     default: {
@@ -236,11 +251,13 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto* p) {
     for (const auto& s : t.strings()) p->add_string_data(s);
     return;
   }
-  if (t.dtype() == DType::kInt4 || t.dtype() == DType::kUInt4) {
-    std::string packed(static_cast<size_t>((t.numel() + 1) / 2), '\0');
+  if (const int bits = dtype_packed_bits(t.dtype())) {
+    const int per_byte = 8 / bits, mask = (1 << bits) - 1;
+    std::string packed(static_cast<size_t>(packed_bytes(t.dtype(), t.numel())), '\0');
     const uint8_t* d = t.data<uint8_t>();
     for (int64_t i = 0; i < t.numel(); ++i)
-      packed[i / 2] = static_cast<char>(packed[i / 2] | ((d[i] & 0xF) << ((i % 2) * 4)));
+      packed[i / per_byte] =
+          static_cast<char>(packed[i / per_byte] | ((d[i] & mask) << ((i % per_byte) * bits)));
     p->set_raw_data(packed);
     return;
   }
