@@ -265,6 +265,26 @@ def cases(root):
     save(f"{root}/constant_of_shape_long_shape", model_of(cos, [helper.make_opsetid("", 21)]))
     yield "constant_of_shape_long_shape", 2, r"over the memory budget", []
 
+    # Found by fuzz_pipeline (ASan): an opset-8 Scan whose state lacks the batch dim its scan
+    # input has (the kernel sliced past the state), and one whose scan input has no sequence
+    # axis (UBSan: a dim of a rank-0 slice).
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_in"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_out"])],
+        "body", [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]),
+                 helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [2])])
+    for name, state_dims, x_dims in (("scan8_state_batch", [1, 2], [255, 3, 2]), ("scan8_no_sequence_axis", [3, 2], [3])):
+        scan = tiny_graph(
+            nodes=[helper.make_node("Scan", ["", "s", "x"], ["s_final", "y"], name="scan_0", body=body,
+                                    num_scan_inputs=1)],
+            inputs=[helper.make_tensor_value_info("s", TensorProto.FLOAT, state_dims),
+                    helper.make_tensor_value_info("x", TensorProto.FLOAT, x_dims)],
+            outputs=[helper.make_tensor_value_info("s_final", TensorProto.FLOAT, None),
+                     helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        save(f"{root}/{name}", model_of(scan, [helper.make_opsetid("", 8)]))
+        yield name, 2, r"node 'scan_0' \(Scan\)", []
+
     # Shape profiles (--shape-profile NAME=MIN:OPT:MAX) that do not fit the model or the input.
     dynamic = tiny_graph(inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
                                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],

@@ -1,5 +1,6 @@
 // Reference kernels of If, Loop, Scan and SequenceMap: they run their bodies
 // through the executor's subgraph runner, which gives the bodies the outer scope.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/reference/kernel_helpers.h"
@@ -142,7 +143,16 @@ Status run_scan(KernelContext& ctx) {
   PG_ASSIGN_OR_RETURN(int64_t num_scan, ctx.attrs().get_int("num_scan_inputs"));
   const bool v8 = ctx.opset() < 9;
   const size_t first = v8 ? 1 : 0;
+  if (num_scan < 1 ||
+      static_cast<size_t>(num_scan) > ctx.num_inputs() - std::min(first, ctx.num_inputs()))
+    return ctx.error("num_scan_inputs " + std::to_string(num_scan) +
+                     " must be between 1 and the node's " +
+                     std::to_string(ctx.num_inputs() - std::min(first, ctx.num_inputs())) +
+                     " state and scan inputs");
   const size_t n_states = ctx.num_inputs() - first - static_cast<size_t>(num_scan);
+  if (body.outputs.size() < n_states)
+    return ctx.error("the body has " + std::to_string(body.outputs.size()) +
+                     " outputs, fewer than the " + std::to_string(n_states) + " loop states");
   const size_t n_scan_out = body.outputs.size() - n_states;
   std::vector<Tensor> states, scan_inputs;
   for (size_t i = 0; i < n_states; ++i) states.push_back(ctx.input(first + i));
@@ -194,7 +204,16 @@ Status run_scan(KernelContext& ctx) {
     PG_RETURN_IF_ERROR(finish_outputs(scanned, &scan_outs));
   } else {
     // Opset 8: a leading batch dim on every state and scan input; sequence axis 1.
-    int64_t batch = scan_inputs.front().dim(0);
+    const int64_t batch = scan_inputs.front().rank() > 0 ? scan_inputs.front().dim(0) : 0;
+    for (const auto* group : {&states, &scan_inputs})
+      for (const Tensor& t : *group)
+        if (t.rank() < (group == &states ? 1 : 2) || t.dim(0) != batch)
+          return ctx.error("a state or scan input of shape " + shape_to_string(t.shape()) +
+                           " lacks the leading batch dim " + std::to_string(batch) +
+                           " (and scan inputs a sequence axis) that opset 8 requires");
+    if (ctx.has_input(0) && ctx.input(0).numel() != batch)
+      return ctx.error("sequence_lens has " + std::to_string(ctx.input(0).numel()) +
+                       " entries for a batch of " + std::to_string(batch));
     std::vector<std::vector<Tensor>> per_batch_states(n_states), per_batch_outs(n_scan_out);
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<Tensor> s, x;
