@@ -49,8 +49,9 @@ Status infer_attention(InferContext& ctx) {
   const ir::ValueType& q = ctx.input_type(0);
   const ir::ValueType& k = ctx.input_type(1);
   const ir::ValueType& v = ctx.input_type(2);
-  if (q.dtype != DType::kFloat32 || k.dtype != q.dtype || v.dtype != q.dtype)
-    return ctx.error("Q, K and V must be float32");
+  if (!dtype_is_float(q.dtype) || q.dtype == DType::kFloat64 || k.dtype != q.dtype ||
+      v.dtype != q.dtype)
+    return ctx.error("Q, K and V must be of one type: float32, float16 or bfloat16");
   if (!q.has_shape || !k.has_shape || !v.has_shape) {
     ctx.set_output(0, ir::ValueType::tensor_unknown_shape(q.dtype));
     for (size_t i = 1; i < ctx.num_outputs(); ++i)

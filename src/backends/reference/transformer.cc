@@ -82,15 +82,34 @@ Status rotary_embedding_kernel(KernelContext& ctx) {
 // softmax per query row (a row with every key masked gives zeros); Y = P V. Query head h reads
 // key / value head h / (Hq / Hkv). The causal and window frontiers are bottom-right aligned:
 // query i sees key j <= i + offset, offset the past length (or nonpad_kv_seqlen - Sq).
+// float16 / bfloat16 attention computes on float32 copies and rounds each output once.
 Status attention_kernel(KernelContext& ctx) {
-  const Tensor& q = ctx.input(0);
-  const Tensor& k = ctx.input(1);
-  const Tensor& v = ctx.input(2);
-  auto optional = [&](size_t i) { return ctx.num_inputs() > i && ctx.has_input(i) ? &ctx.input(i) : nullptr; };
-  const Tensor* mask = optional(3);
-  const Tensor* past_k = optional(4);
-  const Tensor* past_v = optional(5);
-  const Tensor* nonpad = optional(6);
+  const DType type = ctx.input(0).dtype();
+  const bool narrow = type != DType::kFloat32;
+  std::vector<Tensor> widened(6);  // float32 copies of the 16-bit float inputs
+  auto input = [&](size_t i) -> const Tensor* {
+    if (ctx.num_inputs() <= i || !ctx.has_input(i)) return nullptr;
+    const Tensor& t = ctx.input(i);
+    if (!narrow || t.dtype() != type) return &t;
+    widened[i] = Tensor::zeros(DType::kFloat32, t.shape());
+    for (int64_t e = 0; e < t.numel(); ++e)
+      widened[i].data<float>()[e] = static_cast<float>(t.get_as_double(e));
+    return &widened[i];
+  };
+  const Tensor& q = *input(0);
+  const Tensor& k = *input(1);
+  const Tensor& v = *input(2);
+  const Tensor* mask = input(3);
+  const Tensor* past_k = input(4);
+  const Tensor* past_v = input(5);
+  const Tensor* nonpad = ctx.num_inputs() > 6 && ctx.has_input(6) ? &ctx.input(6) : nullptr;
+  // Outputs are computed in float32: the node's own when it is float32, else copies.
+  std::vector<Tensor> narrowed(4);
+  auto output = [&](size_t i, const Shape& shape) -> Tensor& {
+    if (!narrow) return ctx.allocate_output(i, DType::kFloat32, shape);
+    narrowed[i] = Tensor::zeros(DType::kFloat32, shape);
+    return narrowed[i];
+  };
   const auto& attrs = ctx.attrs();
   PG_ASSIGN_OR_RETURN(int64_t causal, attrs.get_int("is_causal", 0));
   PG_ASSIGN_OR_RETURN(int64_t q_heads_attr, attrs.get_int("q_num_heads", 0));
@@ -151,12 +170,15 @@ Status attention_kernel(KernelContext& ctx) {
     return static_cast<double>(mask->data<float>()[off]);
   };
   if (mask && (mask->rank() < 1 || mask->rank() > 4 || (mask->dtype() != DType::kBool && mask->dtype() != DType::kFloat32)))
-    return ctx.error("attn_mask must be bool or float32 of rank 1 to 4");
+    return ctx.error("attn_mask must be bool or of Q's type, of rank 1 to 4");
 
-  Tensor& y = ctx.allocate_output(0, DType::kFloat32, three_d ? Shape{batch, sq, hq * dv} : Shape{batch, hq, sq, dv});
-  Tensor* present_k = ctx.num_outputs() > 1 && ctx.wants_output(1) ? &ctx.allocate_output(1, DType::kFloat32, {batch, hkv, total, dk}) : nullptr;
-  Tensor* present_v = ctx.num_outputs() > 2 && ctx.wants_output(2) ? &ctx.allocate_output(2, DType::kFloat32, {batch, hkv, total, dv}) : nullptr;
-  Tensor* qk_out = ctx.num_outputs() > 3 && ctx.wants_output(3) ? &ctx.allocate_output(3, DType::kFloat32, {batch, hq, sq, total}) : nullptr;
+  Tensor& y = output(0, three_d ? Shape{batch, sq, hq * dv} : Shape{batch, hq, sq, dv});
+  Tensor* present_k =
+      ctx.num_outputs() > 1 && ctx.wants_output(1) ? &output(1, {batch, hkv, total, dk}) : nullptr;
+  Tensor* present_v =
+      ctx.num_outputs() > 2 && ctx.wants_output(2) ? &output(2, {batch, hkv, total, dv}) : nullptr;
+  Tensor* qk_out =
+      ctx.num_outputs() > 3 && ctx.wants_output(3) ? &output(3, {batch, hq, sq, total}) : nullptr;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hkv; ++h)
       for (int64_t j = 0; j < total; ++j) {
@@ -212,6 +234,11 @@ Status attention_kernel(KernelContext& ctx) {
         }
       }
     }
+  }
+  for (size_t i = 0; narrow && i < narrowed.size(); ++i) {
+    if (narrowed[i].dtype() == DType::kUndefined) continue;  // an output not wanted
+    PG_RETURN_IF_ERROR(
+        store_doubles(to_doubles(narrowed[i]), ctx.allocate_output(i, type, narrowed[i].shape())));
   }
   return Status::ok();
 }
