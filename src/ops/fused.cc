@@ -11,6 +11,8 @@
 //     num_heads = 0: inputs already per head, (..., S, D); k_transposed = 1 means K
 //     is given as (..., D, S). num_heads = H > 0: inputs are (B, S, H*D) and are split
 //     into heads (reshape + transpose) and merged back after.
+//     Grouped-query attention: K and V may have fewer heads, Hkv dividing H (kv_num_heads =
+//     Hkv with num_heads; K's dim -3 in the per-head form); query head h reads head h / (H / Hkv).
 //     causal = 1 (optional, default 0): query i sees key j only when j <= i + Skv - Sq, as if a
 //     mask of -inf above that diagonal were added.
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.
@@ -128,8 +130,14 @@ Status infer_attention(InferContext& ctx) {
   }
   if (heads > 0 && (q.dims.size() != 3 || v.dims.size() != 3))
     return ctx.error("with num_heads, Q, K and V must be (batch, seq, hidden)");
+  PG_ASSIGN_OR_RETURN(int64_t kv_heads, ctx.attrs().get_int("kv_num_heads", 0));
+  if (kv_heads < 0 || (kv_heads > 0 && (heads == 0 || heads % kv_heads != 0)))
+    return ctx.error("kv_num_heads " + std::to_string(kv_heads) + " must divide num_heads " +
+                     std::to_string(heads));
   Shape out = q.dims;
-  out.back() = v.dims.back();
+  // Head form: Y is (B, S, H * Dv), V (B, S, Hkv * Dv).
+  out.back() =
+      kv_heads > 0 && v.dims.back() >= 0 ? v.dims.back() / kv_heads * heads : v.dims.back();
   ctx.set_output_tensor(0, q.dtype, out);
   return Status::ok();
 }

@@ -1,14 +1,15 @@
 // onnx_attention_to_fused
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
 //             the fused kernel lacks: no past_key / past_value, no nonpad_kv_seqlen, no softcap,
-//             no sliding window, one KV head per query head (no GQA / MQA), a mask that is
+//             no sliding window, a KV head count dividing the query head count, a mask that is
 //             absent or float32 whose last axis is the key length, is_causal only where the
 //             query and key lengths are equal (there the top-left frontier ONNX uses without a
 //             cache is the fused kernel's bottom-right one), and no reader of present_key,
 //             present_value or qk_matmul_output.
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
-//             (0 for 4-D, already per head), scale (ONNX's default 1 / sqrt(head size) written
-//             out) and causal.
+//             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
+//             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
+//             (ONNX's default 1 / sqrt(head size) written out) and causal.
 //   Why:      the fused kernel tiles the scores in registers and threads over heads; the
 //             reference kernel of ONNX Attention is a plain loop nest.
 #include <cmath>
@@ -36,6 +37,7 @@ bool present(const ir::Node& n, size_t input) {
 struct Match {
   ir::Node* node;
   int64_t num_heads;
+  int64_t kv_num_heads;  // 0: as many as num_heads
   float scale;
   int64_t causal;
 };
@@ -62,8 +64,8 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     return std::nullopt;
   const int64_t hq = three_d ? int_or("q_num_heads", 0) : q->dims[1];
   const int64_t hkv = three_d ? int_or("kv_num_heads", 0) : k->dims[1];
-  if (hq <= 0 || hq != hkv || (!three_d && v->dims[1] != hq)) return std::nullopt;
-  if (three_d && (q->dims[2] % hq != 0 || k->dims[2] != q->dims[2])) return std::nullopt;
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0 || (!three_d && v->dims[1] != hkv)) return std::nullopt;
+  if (three_d && (q->dims[2] % hq != 0 || k->dims[2] * hq != q->dims[2] * hkv)) return std::nullopt;
   const int64_t head = three_d ? q->dims[2] / hq : q->dims[3];
   const int64_t sq = q->dims[q->rank() - 2], skv = k->dims[k->rank() - 2];
   const int64_t causal = int_or("is_causal", 0);
@@ -78,7 +80,7 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     if (!s.is_ok()) return std::nullopt;
     scale = *s;
   }
-  return Match{&n, three_d ? hq : 0, scale, causal};
+  return Match{&n, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0, scale, causal};
 }
 
 void rewrite(ir::Graph& g, const Match& m) {
@@ -89,6 +91,8 @@ void rewrite(ir::Graph& g, const Match& m) {
   fused->domain = kPeregrineDomain;
   fused->opset = 1;
   fused->attributes["num_heads"] = int_attr("num_heads", m.num_heads);
+  if (m.kv_num_heads > 0)
+    fused->attributes["kv_num_heads"] = int_attr("kv_num_heads", m.kv_num_heads);
   fused->attributes["scale"] = float_attr("scale", m.scale);
   fused->attributes["causal"] = int_attr("causal", m.causal);
   import_peregrine_domain(g);

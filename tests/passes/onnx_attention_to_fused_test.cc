@@ -1,6 +1,7 @@
 // onnx_attention_to_fused: ONNX Attention becomes peregrine.Attention where the fused kernel
-// computes the same thing (numerics checked on the reference backend), and is left alone where
-// it would not (GQA heads, a read present_key, softcap, causal with unequal lengths).
+// computes the same thing (numerics checked on the reference backend), grouped-query heads
+// included, and is left alone where it would not (a read present_key, softcap, causal with
+// unequal lengths, KV heads that do not divide the query heads).
 #include <gtest/gtest.h>
 
 #include "graph_builder.h"
@@ -51,8 +52,52 @@ TEST(OnnxAttentionToFused, FusesPlainMaskedAndCausalAttention) {
   }
 }
 
+// Q with 6 heads of 5, K / V with kv_heads heads over 7 keys; 4-D, or 3-D with the head counts
+// as attributes.
+ir::Graph grouped_graph(bool three_d, int64_t kv_heads, bool mask) {
+  GraphBuilder b(23);
+  if (three_d) {
+    b.input("q", {2, 7, 6 * 5});
+    b.input("k", {2, 7, kv_heads * 5});
+    b.input("v", {2, 7, kv_heads * 5});
+  } else {
+    b.input("q", {2, 6, 7, 5});
+    b.input("k", {2, kv_heads, 7, 5});
+    b.input("v", {2, kv_heads, 7, 5});
+  }
+  std::vector<std::string> in = {"q", "k", "v"};
+  if (mask) {
+    b.random("m", {2, 6, 7, 7}, 9);
+    in.push_back("m");
+  }
+  ir::Node& n = b.node("Attention", in, {"y"});
+  if (three_d) {
+    n.attributes["q_num_heads"] = int_attr("q_num_heads", 6);
+    n.attributes["kv_num_heads"] = int_attr("kv_num_heads", kv_heads);
+  }
+  b.output("y");
+  return b.build();
+}
+
+TEST(OnnxAttentionToFused, FusesGroupedQueryAttention) {
+  for (bool three_d : {false, true})
+    for (int64_t kv_heads : {1, 2, 3})
+      for (bool mask : {false, true}) {
+        SCOPED_TRACE(std::to_string(three_d) + " kv_heads " + std::to_string(kv_heads) + " mask " +
+                     std::to_string(mask));
+        ir::Graph g = grouped_graph(three_d, kv_heads, mask);
+        const std::vector<Tensor> before = run_graph(g);
+        passes::PassManager pm;
+        pm.add(passes::make_onnx_attention_to_fused());
+        ASSERT_TRUE(pm.run(g).is_ok());
+        ASSERT_EQ(g.nodes.size(), 1u);
+        EXPECT_EQ(g.nodes[0]->domain, "peregrine");
+        expect_close(run_graph(g), before, 1e-5);
+      }
+}
+
 TEST(OnnxAttentionToFused, LeavesWhatTheFusedKernelLacks) {
-  EXPECT_FALSE(fuses(attention_graph(1, 3, false, false, false, 0)));  // GQA: 2 query heads, 1 kv
+  EXPECT_FALSE(fuses(grouped_graph(true, 4, false)));  // 4 KV heads for 6 query heads
   EXPECT_FALSE(fuses(attention_graph(2, 3, false, false, true, 0)));   // present_key is read
   EXPECT_FALSE(fuses(attention_graph(2, 3, false, false, false, 5)));  // softcap
   EXPECT_FALSE(fuses(attention_graph(2, 5, false, true, false, 0)));   // causal, lengths 3 vs 5

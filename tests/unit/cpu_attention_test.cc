@@ -302,6 +302,40 @@ TEST(CpuAttention, PerHeadFormMatchesReference) {
   }
 }
 
+// Grouped-query attention: K / V with fewer heads than Q, in both forms, with masks that vary
+// per head and per batch.
+TEST(CpuAttention, GroupedQueryHeadsMatchReference) {
+  struct GroupCase {
+    int64_t b, sq, skv, heads, kv_heads, d, dv;
+    bool per_head, mask, causal;
+  };
+  for (const GroupCase& c : {GroupCase{1, 7, 7, 4, 2, 8, 8, false, false, false},
+                             GroupCase{2, 5, 9, 6, 3, 7, 5, false, true, false},
+                             GroupCase{1, 13, 13, 6, 1, 16, 16, false, false, true},
+                             GroupCase{2, 3, 11, 8, 2, 9, 6, true, true, false},
+                             GroupCase{1, 17, 17, 6, 3, 64, 64, true, false, true}}) {
+    SCOPED_TRACE("B=" + std::to_string(c.b) + " Sq=" + std::to_string(c.sq) +
+                 " Skv=" + std::to_string(c.skv) + " H=" + std::to_string(c.heads) +
+                 " Hkv=" + std::to_string(c.kv_heads) + " per_head=" + std::to_string(c.per_head));
+    const Shape q = c.per_head ? Shape{c.b, c.heads, c.sq, c.d} : Shape{c.b, c.sq, c.heads * c.d};
+    const Shape k =
+        c.per_head ? Shape{c.b, c.kv_heads, c.skv, c.d} : Shape{c.b, c.skv, c.kv_heads * c.d};
+    const Shape v =
+        c.per_head ? Shape{c.b, c.kv_heads, c.skv, c.dv} : Shape{c.b, c.skv, c.kv_heads * c.dv};
+    std::vector<std::pair<std::string, Tensor>> inputs = {{"Q", random_tensor(q, 1, -2, 2)},
+                                                          {"K", random_tensor(k, 2, -2, 2)},
+                                                          {"V", random_tensor(v, 3)}};
+    if (c.mask) inputs.push_back({"M", random_tensor({c.b, c.heads, c.sq, c.skv}, 4, -3, 0)});
+    std::vector<ir::Attribute> attrs = {float_attr("scale", 0.3f), int_attr("causal", c.causal)};
+    if (!c.per_head) {
+      attrs.push_back(int_attr("num_heads", c.heads));
+      attrs.push_back(int_attr("kv_num_heads", c.kv_heads));
+    }
+    AttentionGraph g(inputs, attrs);
+    compare_backends(g);
+  }
+}
+
 TEST(CpuAttention, EmptyTensorsMatchReference) {
   AttentionGraph g({{"Q", random_tensor({1, 0, 8}, 1)},
                     {"K", random_tensor({1, 5, 8}, 2)},

@@ -2,6 +2,7 @@
 // Each runs the unfused ops it stands for through the reference kernels, so a fused
 // graph computes exactly what the original graph did: the oracle for fast kernels.
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "backends/reference/evaluate.h"
@@ -111,16 +112,39 @@ Expected<Tensor> split_heads(const Tensor& x, int64_t heads) {
   return transpose(r, {0, 2, 1, 3});
 }
 
+// (B, Hkv, S, D) -> (B, Hkv * group, S, D): each head repeated `group` times in a row.
+Tensor repeat_heads(const Tensor& x, int64_t group) {
+  Tensor r = Tensor::zeros(x.dtype(), {x.dim(0), x.dim(1) * group, x.dim(2), x.dim(3)});
+  const size_t head_bytes = static_cast<size_t>(x.dim(2) * x.dim(3)) * dtype_size(x.dtype());
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(r.raw());
+  for (int64_t bh = 0; bh < x.dim(0) * x.dim(1); ++bh)
+    for (int64_t g = 0; g < group; ++g)
+      if (head_bytes)
+        std::memcpy(dst + (bh * group + g) * head_bytes, src + bh * head_bytes, head_bytes);
+  return r;
+}
+
+// Grouped-query attention: K / V with fewer heads than Q (kv_num_heads in the head form, K's
+// dim 1 in the per-head form); query head h reads K / V head h / (H / Hkv).
 Status attention_kernel(KernelContext& ctx) {
   PG_ASSIGN_OR_RETURN(int64_t heads, ctx.attrs().get_int("num_heads", 0));
+  PG_ASSIGN_OR_RETURN(int64_t kv_heads, ctx.attrs().get_int("kv_num_heads", 0));
   PG_ASSIGN_OR_RETURN(int64_t k_transposed, ctx.attrs().get_int("k_transposed", 0));
   PG_ASSIGN_OR_RETURN(float scale, ctx.attrs().get_float("scale", 1.0f));
   Tensor q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
   if (heads > 0) {
+    if (kv_heads <= 0) kv_heads = heads;
+    if (heads % kv_heads != 0) return ctx.error("kv_num_heads must divide num_heads");
     PG_ASSIGN_OR_RETURN(q, split_heads(q, heads));
-    PG_ASSIGN_OR_RETURN(k, split_heads(k, heads));
-    PG_ASSIGN_OR_RETURN(v, split_heads(v, heads));
+    PG_ASSIGN_OR_RETURN(k, split_heads(k, kv_heads));
+    PG_ASSIGN_OR_RETURN(v, split_heads(v, kv_heads));
     k_transposed = 0;
+  }
+  if (q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && k.dim(1) > 1 && k.dim(1) < q.dim(1) &&
+      q.dim(1) % k.dim(1) == 0 && v.dim(1) == k.dim(1)) {
+    k = repeat_heads(k, q.dim(1) / k.dim(1));
+    v = repeat_heads(v, q.dim(1) / v.dim(1));
   }
   if (!k_transposed) {
     if (k.rank() < 2) return ctx.error("K must have rank >= 2");

@@ -182,11 +182,21 @@ bool broadcast_strides(const Tensor& t, const SmallShape& target, int64_t* strid
   return true;
 }
 
+// The per-head form with grouped K / V: Q (B, H, Sq, D), K and V (B or 1, Hkv, ., .) with
+// 1 < Hkv < H dividing H (Hkv == 1 broadcasts like any other batch dim).
+bool grouped_per_head(const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) return false;
+  const int64_t h = q.dim(1), hkv = k.dim(1);
+  return hkv > 1 && hkv < h && h % hkv == 0 && v.dim(1) == hkv &&
+         (k.dim(0) == q.dim(0) || k.dim(0) == 1) && (v.dim(0) == q.dim(0) || v.dim(0) == 1);
+}
+
 class AttentionKernel : public PreparedKernel {
  public:
-  AttentionKernel(int64_t heads, bool k_transposed, float scale, bool causal)
+  AttentionKernel(int64_t heads, int64_t kv_heads, bool k_transposed, float scale, bool causal)
       : kernel_(f32_attention_kernel()),
         heads_(heads),
+        kv_heads_(kv_heads > 0 ? kv_heads : heads),
         k_transposed_(k_transposed),
         scale_(scale),
         causal_(causal) {}
@@ -219,34 +229,71 @@ class AttentionKernel : public PreparedKernel {
     p->scale = scale_;
     p->causal = causal_;
     SmallShape scores;  // (batch..., Sq, Skv)
+    // Grouped-query attention: query head h reads K / V head h / group. The batch dims are then
+    // (B, Hkv, group), K and V with stride 0 over the group.
+    int64_t group = 1;
     if (heads_ > 0) {
       // (B, S, H * D): batch (b, h) starts at b * S * H * D + h * D; rows are H * D apart.
       if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3) return false;
-      const int64_t h = heads_, b = q.dim(0);
-      if (q.dim(2) % h != 0 || v.dim(2) % h != 0 || k.dim(2) != q.dim(2) || k.dim(1) != v.dim(1) ||
+      const int64_t h = heads_, hkv = kv_heads_, b = q.dim(0);
+      if (h % hkv != 0 || q.dim(2) % h != 0 || v.dim(2) % hkv != 0 ||
+          k.dim(2) * h != q.dim(2) * hkv || k.dim(1) != v.dim(1) ||
           (k.dim(0) != b && k.dim(0) != 1) || (v.dim(0) != b && v.dim(0) != 1))
         return false;
+      group = h / hkv;
       p->sq = q.dim(1);
       p->skv = k.dim(1);
       p->d = q.dim(2) / h;
-      p->dv = v.dim(2) / h;
-      p->batch_rank = 2;
+      p->dv = v.dim(2) / hkv;
+      p->batch_rank = group > 1 ? 3 : 2;
       p->batch_dims[0] = b;
-      p->batch_dims[1] = h;
-      auto heads_operand = [&](const Tensor& t, int64_t width) {
+      p->batch_dims[1] = hkv;
+      p->batch_dims[2] = group;
+      // heads: the operand's head count; shared: K / V, whose heads the group shares.
+      auto heads_operand = [&](const Tensor& t, int64_t heads, int64_t width, bool shared) {
         AttentionOperand o;
-        o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * h * width;
-        o.batch_strides[1] = width;
-        o.rs = h * width;
+        o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * heads * width;
+        o.batch_strides[1] = width * (shared ? 1 : group);
+        o.batch_strides[2] = shared ? 0 : width;
+        o.rs = heads * width;
         o.cs = 1;
         return o;
       };
-      p->q = heads_operand(q, p->d);
-      p->k = heads_operand(k, p->d);
-      p->v = heads_operand(v, p->dv);
-      p->out = heads_operand(q, p->dv);
+      p->q = heads_operand(q, h, p->d, false);
+      p->k = heads_operand(k, hkv, p->d, true);
+      p->v = heads_operand(v, hkv, p->dv, true);
+      p->out = heads_operand(q, h, p->dv, false);
       p->out.batch_strides[0] = p->sq * h * p->dv;
       *out_shape = SmallShape{3, {b, p->sq, h * p->dv}};
+      scores = SmallShape{4, {b, h, p->sq, p->skv}};
+    } else if (grouped_per_head(q, k, v)) {
+      // (B, H, S, D) with K / V of Hkv heads, Hkv dividing H: batch dims (B, Hkv, group).
+      const int64_t b = q.dim(0), h = q.dim(1), hkv = k.dim(1);
+      group = h / hkv;
+      p->sq = q.dim(2);
+      p->d = q.dim(3);
+      p->skv = k_transposed_ ? k.dim(3) : k.dim(2);
+      p->dv = v.dim(3);
+      if ((k_transposed_ ? k.dim(2) : k.dim(3)) != p->d || v.dim(2) != p->skv) return false;
+      p->batch_rank = 3;
+      p->batch_dims[0] = b;
+      p->batch_dims[1] = hkv;
+      p->batch_dims[2] = group;
+      auto operand = [&](const Tensor& t, int64_t matrix, int64_t rs, int64_t cs, bool shared) {
+        AttentionOperand o;
+        o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * matrix;
+        o.batch_strides[1] = matrix * (shared ? 1 : group);
+        o.batch_strides[2] = shared ? 0 : matrix;
+        o.rs = rs;
+        o.cs = cs;
+        return o;
+      };
+      p->q = operand(q, p->sq * p->d, p->d, 1, false);
+      p->k = operand(k, p->skv * p->d, k_transposed_ ? 1 : p->d, k_transposed_ ? p->skv : 1, true);
+      p->v = operand(v, p->skv * p->dv, p->dv, 1, true);
+      p->out = operand(q, p->sq * p->dv, p->dv, 1, false);
+      p->out.batch_strides[0] = h * p->sq * p->dv;
+      *out_shape = SmallShape{4, {b, h, p->sq, p->dv}};
       scores = SmallShape{4, {b, h, p->sq, p->skv}};
     } else {
       // (..., S, D) each, K and V broadcast over Q's batch dims; K^T is (..., D, Skv).
@@ -308,7 +355,13 @@ class AttentionKernel : public PreparedKernel {
       int64_t strides[kMaxRank];
       if (!broadcast_strides(m, scores, strides)) return false;
       p->mask.data = m.data<float>();
-      for (int i = 0; i < p->batch_rank; ++i) p->mask.batch_strides[i] = strides[i];
+      if (group > 1) {  // head h = kv head * group + g: the head stride splits in two
+        p->mask.batch_strides[0] = strides[0];
+        p->mask.batch_strides[1] = strides[1] * group;
+        p->mask.batch_strides[2] = strides[1];
+      } else {
+        for (int i = 0; i < p->batch_rank; ++i) p->mask.batch_strides[i] = strides[i];
+      }
       p->mask.rs = strides[scores.rank - 2];
       p->mask.cs = strides[scores.rank - 1];
     }
@@ -317,6 +370,7 @@ class AttentionKernel : public PreparedKernel {
 
   const AttentionKernelInfo& kernel_;
   int64_t heads_;
+  int64_t kv_heads_;  // the head form's K / V heads (grouped-query attention when < heads_)
   bool k_transposed_;
   float scale_;
   bool causal_;
@@ -327,12 +381,15 @@ class AttentionKernel : public PreparedKernel {
 Expected<std::unique_ptr<PreparedKernel>> prepare_attention(const ir::Node& node) {
   ir::AttrView attrs(node);
   PG_ASSIGN_OR_RETURN(int64_t heads, attrs.get_int("num_heads", 0));
+  PG_ASSIGN_OR_RETURN(int64_t kv_heads, attrs.get_int("kv_num_heads", 0));
   PG_ASSIGN_OR_RETURN(int64_t k_transposed, attrs.get_int("k_transposed", 0));
   PG_ASSIGN_OR_RETURN(float scale, attrs.get_float("scale", 1.0f));
   PG_ASSIGN_OR_RETURN(int64_t causal, attrs.get_int("causal", 0));
   if (heads < 0) return invalid_model(node.describe() + ": num_heads must be >= 0");
+  if (kv_heads < 0 || (kv_heads > 0 && (heads == 0 || heads % kv_heads != 0)))
+    return invalid_model(node.describe() + ": kv_num_heads must divide num_heads");
   return std::unique_ptr<PreparedKernel>(
-      std::make_unique<AttentionKernel>(heads, k_transposed != 0, scale, causal != 0));
+      std::make_unique<AttentionKernel>(heads, kv_heads, k_transposed != 0, scale, causal != 0));
 }
 
 }  // namespace peregrine::cpu
