@@ -350,6 +350,64 @@ using testing::string_attr;
 
 const Shape kShapes[] = {{1}, {7}, {13}, {127}, {3, 5, 9}, {2, 3, 4, 5}, {0, 4}, {1, 1000}};
 
+TEST(VectorUkernels, RotaryMatchesNaiveLoopAtEveryIsa) {
+  for (const VectorUkernels* uk : all_tables()) {
+    SCOPED_TRACE(isa_name(uk->isa));
+    for (bool interleaved : {false, true})
+      for (size_t half : {1, 3, 4, 5, 8, 9, 17, 32, 33}) {
+        SCOPED_TRACE("half=" + std::to_string(half) +
+                     " interleaved=" + std::to_string(interleaved));
+        const std::vector<float> x = random_floats(2 * half, 3, -2, 2);
+        const std::vector<float> c = random_floats(half, 4), s = random_floats(half, 5);
+        GuardedBuffer y(2 * half);
+        uk->rotary(x.data(), c.data(), s.data(), y.data(), half, interleaved);
+        for (size_t i = 0; i < half; ++i) {
+          const size_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + half;
+          const double x1 = x[i1], x2 = x[i2];
+          EXPECT_NEAR(y.data()[i1], c[i] * x1 - s[i] * x2, 1e-6) << i;
+          EXPECT_NEAR(y.data()[i2], s[i] * x1 + c[i] * x2, 1e-6) << i;
+        }
+      }
+  }
+}
+
+// RotaryEmbedding through the executor: 3-D with num_heads and 4-D, with position ids or
+// per-token caches, a rotary dim short of the head (the rest passed through), odd sizes.
+TEST(CpuElementwise, RotaryEmbeddingMatchesReference) {
+  struct RotaryCase {
+    bool four_d, ids, interleaved;
+    int64_t batch, seq, heads, head_size, rotary;
+  };
+  for (const RotaryCase& c : {RotaryCase{false, true, false, 1, 7, 3, 10, 0},
+                              RotaryCase{false, false, true, 2, 5, 2, 18, 0},
+                              RotaryCase{true, true, true, 2, 9, 3, 34, 18},
+                              RotaryCase{true, false, false, 1, 13, 4, 64, 32},
+                              RotaryCase{false, true, true, 3, 1, 5, 6, 2}}) {
+    SCOPED_TRACE("4d=" + std::to_string(c.four_d) + " ids=" + std::to_string(c.ids) +
+                 " interleaved=" + std::to_string(c.interleaved) +
+                 " D=" + std::to_string(c.head_size));
+    const int64_t half = (c.rotary ? c.rotary : c.head_size) / 2, positions = 20;
+    const Shape x = c.four_d ? Shape{c.batch, c.heads, c.seq, c.head_size}
+                             : Shape{c.batch, c.seq, c.heads * c.head_size};
+    const Shape cache = c.ids ? Shape{positions, half} : Shape{c.batch, c.seq, half};
+    std::vector<std::pair<std::string, Tensor>> inputs = {
+        {"X", testing::random_tensor(x, 1, -2, 2)},
+        {"C", testing::random_tensor(cache, 2)},
+        {"S", testing::random_tensor(cache, 3)}};
+    if (c.ids) {
+      std::vector<int64_t> ids;
+      for (int64_t t = 0; t < c.batch * c.seq; ++t) ids.push_back((t * 7 + 3) % positions);
+      inputs.push_back({"P", Tensor::from_vector<int64_t>(ids, {c.batch, c.seq})});
+    }
+    std::vector<ir::Attribute> attrs = {testing::int_attr("interleaved", c.interleaved),
+                                        testing::int_attr("rotary_embedding_dim", c.rotary)};
+    if (!c.four_d) attrs.push_back(testing::int_attr("num_heads", c.heads));
+    testing::OneNodeGraph g("RotaryEmbedding", inputs, std::vector<bool>(inputs.size(), false),
+                            attrs, "", 23);
+    testing::compare_with_reference(g, cpu_backend(), "cpu/rotary", 1e-6f, 1e-6f);
+  }
+}
+
 TEST(CpuElementwise, UnaryOpsMatchReference) {
   struct Op {
     const char* type;

@@ -46,6 +46,9 @@ Expected<std::unique_ptr<PreparedKernel>> recurrent(const CpuPrepareArgs& a) {
 Expected<std::unique_ptr<PreparedKernel>> plane_norm(const CpuPrepareArgs& a) {
   return prepare_plane_norm(a.node);
 }
+Expected<std::unique_ptr<PreparedKernel>> rotary_embedding(const CpuPrepareArgs& a) {
+  return prepare_rotary_embedding(a.node);
+}
 Expected<std::unique_ptr<PreparedKernel>> einsum(const CpuPrepareArgs& a) {
   return prepare_einsum(a.node);
 }
@@ -121,6 +124,7 @@ const CpuKernelEntry kCpuKernels[] = {
   {kPg, "QGemm",         1, 1,    R::kQuantized, nullptr, qgemm, "kernels/qgemm.cc"},
   {"",  "ConvTranspose", 1, kMax, R::kFloat32, nullptr, conv_transpose, "kernels/conv_transpose.cc"},
   {kPg, "Attention",     1, 1,    R::kFloat32, nullptr, attention, "kernels/attention.cc"},
+  {"",  "RotaryEmbedding", 23, kMax, R::kFloat32Data, nullptr, rotary_embedding, "kernels/rotary_embedding.cc"},
   {"",  "Einsum",        12, kMax, R::kFloat32, claims_einsum, einsum, "kernels/einsum.cc"},
   // Recurrent cells (kernels/rnn.cc).
   {"",  "LSTM",          7, kMax, R::kFloat32Data, claims_recurrent, recurrent, "kernels/rnn.cc"},

@@ -43,6 +43,8 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_recurrent(
 // InstanceNormalization, inference BatchNormalization (kernels/normalization.cc).
 bool claims_plane_norm(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_plane_norm(const ir::Node& node);
+// RotaryEmbedding (ONNX 23), float32 (kernels/rotary_embedding.cc).
+Expected<std::unique_ptr<PreparedKernel>> prepare_rotary_embedding(const ir::Node& node);
 // Two-operand Einsum as batched GEMM (kernels/einsum.cc).
 bool claims_einsum(const ir::Node& node);
 Expected<std::unique_ptr<PreparedKernel>> prepare_einsum(const ir::Node& node);

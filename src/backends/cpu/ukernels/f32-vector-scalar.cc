@@ -130,6 +130,16 @@ void f32_rms_norm_row__scalar(const float* x, const float* gamma, float eps, flo
   for (i = 0; i < n; ++i) y[i] = x[i] * (gamma[i] * inv_rms);
 }
 
+void f32_rotary__scalar(const float* x, const float* c, const float* s, float* y, size_t half,
+                        bool interleaved) {
+  for (size_t i = 0; i < half; ++i) {
+    const size_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + half;
+    const float x1 = x[i1], x2 = x[i2];
+    y[i1] = c[i] * x1 - s[i] * x2;
+    y[i2] = s[i] * x1 + c[i] * x2;
+  }
+}
+
 void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n) {
   for (size_t j = 0; j < n; ++j) acc[j] = std::max(acc[j], x[j * stride]);
 }
@@ -154,6 +164,7 @@ const VectorUkernels kScalar = {
     scalar::f32_softmax_columns__scalar,
     scalar::f32_layer_norm_row__scalar,
     scalar::f32_rms_norm_row__scalar,
+    scalar::f32_rotary__scalar,
     scalar::f32_max_row__scalar,
     scalar::f32_add_row__scalar,
     scalar::f32_copy_row__scalar,
@@ -171,6 +182,7 @@ const VectorUkernels kAvx2 = {
     avx2::f32_softmax_columns__avx2,
     avx2::f32_layer_norm_row__avx2,
     avx2::f32_rms_norm_row__avx2,
+    avx2::f32_rotary__avx2,
     avx2::f32_max_row__avx2,
     avx2::f32_add_row__avx2,
     avx2::f32_copy_row__avx2,

@@ -47,6 +47,12 @@ using F32LayerNormRowFn = void (*)(const float* x, const float* gamma, const flo
                                    float* y, size_t n);
 // RMS norm of one contiguous row: y = x / sqrt(mean(x^2) + eps) * gamma. n >= 1.
 using F32RmsNormRowFn = void (*)(const float* x, const float* gamma, float eps, float* y, size_t n);
+// Rotary embedding of one head: the pairs (x1, x2) = (x[i], x[i + half]), or (x[2i], x[2i + 1])
+// when interleaved, rotated by the angle of cosine c[i] and sine s[i], i in [0, half):
+//   y1 = c x1 - s x2;  y2 = s x1 + c x2.
+// Writes y[0 .. 2 * half) only; x and y do not overlap.
+using F32RotaryFn = void (*)(const float* x, const float* c, const float* s, float* y, size_t half,
+                             bool interleaved);
 // Pooling rows: acc[j] = max(acc[j], x[j * stride]) or acc[j] += x[j * stride], j in [0, n).
 // Reads x[0 .. (n - 1) * stride] only.
 using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t n);
@@ -80,6 +86,7 @@ struct VectorUkernels {
   F32SoftmaxColumnsFn softmax_columns;
   F32LayerNormRowFn layer_norm_row;
   F32RmsNormRowFn rms_norm_row;
+  F32RotaryFn rotary;
   F32PoolRowFn max_row;
   F32PoolRowFn add_row;
   F32CopyRowFn copy_row;
@@ -104,6 +111,8 @@ void f32_softmax_columns__scalar(const float* x, float* y, size_t len, size_t st
 void f32_layer_norm_row__scalar(const float* x, const float* gamma, const float* beta, float eps,
                                 float* y, size_t n);
 void f32_rms_norm_row__scalar(const float* x, const float* gamma, float eps, float* y, size_t n);
+void f32_rotary__scalar(const float* x, const float* c, const float* s, float* y, size_t half,
+                        bool interleaved);
 void f32_max_row__scalar(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n);
 void f32_copy_row__scalar(const float* x, size_t stride, float* y, size_t n);
@@ -124,6 +133,8 @@ void f32_softmax_columns__avx2(const float* x, float* y, size_t len, size_t stri
 void f32_layer_norm_row__avx2(const float* x, const float* gamma, const float* beta, float eps,
                               float* y, size_t n);
 void f32_rms_norm_row__avx2(const float* x, const float* gamma, float eps, float* y, size_t n);
+void f32_rotary__avx2(const float* x, const float* c, const float* s, float* y, size_t half,
+                      bool interleaved);
 void f32_max_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n);
