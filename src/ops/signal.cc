@@ -32,7 +32,8 @@ Status infer_dft(InferContext& ctx) {
   const ir::ValueType& in = ctx.input_type(0);
   PG_ASSIGN_OR_RETURN(int64_t onesided, ctx.attrs().get_int("onesided", 0));
   PG_ASSIGN_OR_RETURN(int64_t inverse, ctx.attrs().get_int("inverse", 0));
-  (void)inverse;
+  // inverse with onesided: an inverse real DFT, half a spectrum in, a real signal out.
+  const bool real_inverse = inverse && onesided;
   if (!in.has_shape) {
     ctx.set_output(0, ir::ValueType::tensor_unknown_shape(in.dtype));
     return Status::ok();
@@ -51,7 +52,7 @@ Status infer_dft(InferContext& ctx) {
     axis = a;
   }
   Shape dims = in.dims;
-  dims.back() = 2;
+  dims.back() = real_inverse ? 1 : 2;
   if (!axis) {
     // The axis is not known yet: any signal dim may change.
     for (size_t i = 0; i + 1 < dims.size(); ++i) dims[i] = -1;
@@ -61,12 +62,15 @@ Status infer_dft(InferContext& ctx) {
   PG_ASSIGN_OR_RETURN(int64_t a, normalize_axis(ctx, *axis, rank));
   if (a == rank - 1) return ctx.error("axis must not be the last (complex) dim");
   int64_t length = dims[a];
+  if (real_inverse && length >= 0) length = 2 * (length - 1);  // the default: an even signal
   if (ctx.has_input(1)) {
     std::optional<int64_t> n = known_scalar(ctx, 1);
     length = n ? *n : -1;
     if (n && *n < 1) return ctx.error("dft_length must be positive, got " + std::to_string(*n));
   }
-  dims[a] = onesided && length >= 0 ? length / 2 + 1 : length;
+  if (real_inverse && length == 0)
+    return ctx.error("an inverse real DFT of a 1-bin spectrum needs dft_length");
+  dims[a] = onesided && !inverse && length >= 0 ? length / 2 + 1 : length;
   ctx.set_output_tensor(0, in.dtype, dims);
   return Status::ok();
 }

@@ -69,19 +69,6 @@ double requantize(double v, double zero_point, DType t) {
   return std::clamp(std::nearbyint(v) + zero_point, lo, hi);
 }
 
-// Like requantize but wraps out-of-range values modulo 2^bits instead of saturating:
-// onnx's QLinearMatMul reference (and so its test data) casts without clipping.
-double requantize_wrapping(double v, double zero_point, DType t) {
-  double lo, hi;
-  integer_range(t, lo, hi);
-  double r = std::nearbyint(v) + zero_point;
-  if (std::isnan(r)) return zero_point;
-  const double span = hi - lo + 1;
-  r = std::fmod(r - lo, span);
-  if (r < 0) r += span;
-  return r + lo;
-}
-
 // a / b rounded to the precision of the float type `t` (numpy computes in that type).
 double divide_in(DType t, double a, double b) {
   switch (t) {
@@ -333,8 +320,7 @@ Status qlinear_matmul(KernelContext& ctx) {
                    double multiplier = divide_in(
                        scale_type,
                        multiply_in(scale_type, per_index(a_scale, r), per_index(b_scale, c)), ys);
-                   write_integer(y, i, requantize_wrapping(double(sum) * multiplier, y_zero,
-                                                           y.dtype()));
+                   write_integer(y, i, requantize(double(sum) * multiplier, y_zero, y.dtype()));
                  });
   return Status::ok();
 }

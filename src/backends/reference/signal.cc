@@ -73,15 +73,19 @@ Status dft(KernelContext& ctx) {
   const int64_t channels = x.shape().back();
   if (channels != 1 && channels != 2) return ctx.error("the last dim must be 1 or 2");
   const int64_t length = x.dim(axis);
-  int64_t n = length;
+  // inverse with onesided: an inverse real DFT (numpy's irfft). Bins 0 .. n / 2 of the input are
+  // the spectrum's first half, the rest its conjugate mirror; the output is real (last dim 1).
+  const bool real_inverse = inverse && onesided;
+  int64_t n = real_inverse ? 2 * (length - 1) : length;
   if (ctx.has_input(1)) {
     PG_ASSIGN_OR_RETURN(n, scalar_int(ctx, 1, "dft_length"));
-    if (n < 1) return ctx.error("dft_length must be positive, got " + std::to_string(n));
   }
-  const int64_t out_len = onesided ? n / 2 + 1 : n;
+  if (n < 1) return ctx.error("dft_length must be positive, got " + std::to_string(n));
+  const int64_t out_len = onesided && !inverse ? n / 2 + 1 : n;
+  const int64_t out_channels = real_inverse ? 1 : 2;
   Shape out_shape = x.shape();
   out_shape[axis] = out_len;
-  out_shape.back() = 2;
+  out_shape.back() = out_channels;
   PG_ASSIGN_OR_RETURN(Tensor* out, allocate_checked(ctx, 0, x.dtype(), out_shape));
   Tensor& y = *out;
   // Lines along `axis`: outer dims before it, inner dims between it and the complex dim.
@@ -92,18 +96,29 @@ Status dft(KernelContext& ctx) {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     std::vector<Complex> line(static_cast<size_t>(length));
-    std::vector<Complex> result(static_cast<size_t>(out_len));
+    std::vector<Complex> result(static_cast<size_t>(out_len)), full;
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t in = 0; in < inner; ++in) {
         for (int64_t k = 0; k < length; ++k) {
           const T* e = px + ((o * length + k) * inner + in) * channels;
           line[k] = {static_cast<double>(e[0]), channels == 2 ? static_cast<double>(e[1]) : 0.0};
         }
-        dft_line(line, n, inverse != 0, result);
+        if (real_inverse) {
+          full.assign(static_cast<size_t>(n), Complex{});
+          auto bin = [&](int64_t k) {
+            return k < length ? line[static_cast<size_t>(k)] : Complex{};
+          };
+          for (int64_t k = 0; k <= n / 2; ++k) full[static_cast<size_t>(k)] = bin(k);
+          for (int64_t k = n / 2 + 1; k < n; ++k)
+            full[static_cast<size_t>(k)] = std::conj(bin(n - k));
+          dft_line(full, n, true, result);
+        } else {
+          dft_line(line, n, inverse != 0, result);
+        }
         for (int64_t f = 0; f < out_len; ++f) {
-          T* e = py + ((o * out_len + f) * inner + in) * 2;
+          T* e = py + ((o * out_len + f) * inner + in) * out_channels;
           e[0] = static_cast<T>(result[f].real());
-          e[1] = static_cast<T>(result[f].imag());
+          if (out_channels == 2) e[1] = static_cast<T>(result[f].imag());
         }
       }
     }
