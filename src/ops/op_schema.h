@@ -105,6 +105,7 @@ class SchemaRegistry {
 inline constexpr const char* kOnnxDomain = "";
 inline constexpr const char* kMlDomain = "ai.onnx.ml";
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+inline constexpr const char* kPreviewDomain = "ai.onnx.preview";
 inline constexpr const char* kPeregrineDomain = "peregrine";
 
 // Bytes of a statically known tensor type (0 if unknown).

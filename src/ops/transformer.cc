@@ -11,6 +11,9 @@
 //     optional recurrent state (B, Hkv, Dk, Dv), decay (B, T, Hkv or Hkv * Dk) and beta
 //     (B, T, Hkv or 1) as update_rule needs them; outputs Y (B, T, Hq * Dv) and the new state.
 //     float types.
+//   FlexAttention (ai.onnx.preview 1): Q (B, Hq, L, E), K (B, Hkv, S, E), V (B, Hkv, S, Ev), Hkv
+//     dividing Hq; optional score_mod / prob_mod subgraphs over the (B, Hq, L, S) scores and
+//     probabilities in softmax_precision. Y (B, Hq, L, Ev). float types.
 //   CausalConvWithState (opset 27): a depthwise causal 1-D conv of X (B, C, L) with W (C, 1, K),
 //     bias (C) and the last K - 1 positions of the previous call (B, C, K - 1); outputs Y
 //     (B, C, L) and the new state (B, C, K - 1). float types.
@@ -178,6 +181,38 @@ Status infer_causal_conv_with_state(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_flex_attention(InferContext& ctx) {
+  if (ctx.num_inputs() != 3) return ctx.error("expects Q, K and V");
+  PG_RETURN_IF_ERROR(require_same_class_inputs(ctx, 0, 3, TypeClass::kFloat));
+  PG_ASSIGN_OR_RETURN(int64_t precision, ctx.attrs().get_int("softmax_precision", 0));
+  if (precision != 0 && precision != static_cast<int64_t>(DType::kFloat32) &&
+      precision != static_cast<int64_t>(DType::kFloat64) &&
+      precision != static_cast<int64_t>(DType::kFloat16) &&
+      precision != static_cast<int64_t>(DType::kBFloat16))
+    return ctx.error("softmax_precision " + std::to_string(precision) + " is not a float type");
+  const ir::ValueType& q = ctx.input_type(0);
+  const ir::ValueType& k = ctx.input_type(1);
+  const ir::ValueType& v = ctx.input_type(2);
+  for (const ir::ValueType* t : {&q, &k, &v})
+    if (t->has_shape && t->rank() != 4)
+      return ctx.error("Q, K and V must be rank 4, got " + shape_to_string(t->dims));
+  if (!q.has_shape || !v.has_shape) {
+    ctx.set_output(0, tensor_of(q.dtype, {-1, -1, -1, -1}));
+    return Status::ok();
+  }
+  if (k.has_shape) {
+    const int64_t hq = q.dims[1], hkv = k.dims[1];
+    if (hq >= 0 && hkv > 0 && hq % hkv != 0)
+      return ctx.error("K's " + std::to_string(hkv) + " heads do not divide Q's " +
+                       std::to_string(hq));
+    if (q.dims[3] >= 0 && k.dims[3] >= 0 && q.dims[3] != k.dims[3])
+      return ctx.error("Q and K head sizes differ (" + std::to_string(q.dims[3]) + " and " +
+                       std::to_string(k.dims[3]) + ")");
+  }
+  ctx.set_output(0, tensor_of(q.dtype, {q.dims[0], q.dims[1], q.dims[2], v.dims[3]}));
+  return Status::ok();
+}
+
 double numel(const ir::ValueType& t) {
   double n = 1;
   for (int64_t d : t.dims) n *= static_cast<double>(d);
@@ -211,6 +246,7 @@ OpCost causal_conv_cost(const ir::Node&, const std::vector<ir::ValueType>& in,
 void register_transformer_schemas(SchemaRegistry& r) {
   r.add({kOnnxDomain, "RotaryEmbedding", 23, infer_rotary_embedding, elementwise_cost(4)});
   r.add({kOnnxDomain, "Attention", 23, infer_attention, elementwise_cost(4)});
+  r.add({kPreviewDomain, "FlexAttention", 1, infer_flex_attention, elementwise_cost(4)});
   r.add({kOnnxDomain, "LinearAttention", 27, infer_linear_attention, linear_attention_cost});
   r.add({kOnnxDomain, "CausalConvWithState", 27, infer_causal_conv_with_state, causal_conv_cost});
 }

@@ -332,6 +332,108 @@ Status linear_attention_kernel(KernelContext& ctx) {
   return Status::ok();
 }
 
+// A float tensor of `type` holding v, each value rounded to `type`.
+Expected<Tensor> rounded_tensor(DType type, const Shape& shape, const std::vector<double>& v) {
+  Tensor t = Tensor::zeros(type, shape);
+  PG_RETURN_IF_ERROR(store_doubles(v, t));
+  return t;
+}
+
+// Runs a FlexAttention modifier subgraph (one rank-4 tensor in, one of the same shape and type
+// out) on `x`, in place.
+Status run_modifier(KernelContext& ctx, const char* name, Tensor& x) {
+  const ir::Graph* g = ctx.attrs().has(name) ? ctx.attrs().get_graph(name) : nullptr;
+  if (!g) return Status::ok();
+  PG_ASSIGN_OR_RETURN(auto outs, ctx.run_subgraph(*g, {RuntimeValue::of(x)}));
+  if (outs.size() != 1 || !outs[0].is_tensor() || outs[0].tensor.shape() != x.shape() ||
+      outs[0].tensor.dtype() != x.dtype())
+    return ctx.error(std::string(name) + " must produce one tensor of its input's shape " +
+                     shape_to_string(x.shape()) + " and type");
+  x = outs[0].tensor;
+  return Status::ok();
+}
+
+// FlexAttention, as onnx's reference computes it: Q and K scaled by sqrt(scale) in their type,
+// the scores rounded to that type, then to softmax_precision (float32 for 16-bit inputs),
+// score_mod, a softmax, prob_mod, and P V in softmax_precision, rounded to V's type. Query head h
+// reads K / V head h / (Hq / Hkv).
+Status flex_attention_kernel(KernelContext& ctx) {
+  const Tensor& q_t = ctx.input(0);
+  const Tensor& k_t = ctx.input(1);
+  const Tensor& v_t = ctx.input(2);
+  const int64_t b = q_t.dim(0), hq = q_t.dim(1), l = q_t.dim(2), e = q_t.dim(3);
+  const int64_t hkv = k_t.dim(1), s = k_t.dim(2), ev = v_t.dim(3);
+  if (k_t.dim(0) != b || v_t.dim(0) != b || v_t.dim(1) != hkv || v_t.dim(2) != s ||
+      k_t.dim(3) != e || hkv <= 0 || hq % hkv != 0)
+    return ctx.error("Q " + shape_to_string(q_t.shape()) + ", K " + shape_to_string(k_t.shape()) +
+                     " and V " + shape_to_string(v_t.shape()) +
+                     " do not fit (B, H, L, E), (B, Hkv, S, E), (B, Hkv, S, Ev)");
+  PG_ASSIGN_OR_RETURN(int64_t precision, ctx.attrs().get_int("softmax_precision", 0));
+  const DType type = q_t.dtype();
+  const DType compute = precision != 0            ? static_cast<DType>(precision)
+                        : type == DType::kFloat64 ? DType::kFloat64
+                                                  : DType::kFloat32;
+  double scale = 1.0 / std::sqrt(static_cast<double>(e));
+  if (ctx.attrs().has("scale")) {
+    PG_ASSIGN_OR_RETURN(float sc, ctx.attrs().get_float("scale"));
+    scale = sc;
+  }
+  // sqrt(scale) in float32, then in Q's type; Q and K scaled and rounded in their type.
+  PG_ASSIGN_OR_RETURN(Tensor root_t,
+                      rounded_tensor(type, {1}, {std::sqrt(static_cast<float>(scale))}));
+  const double root = root_t.get_as_double(0);
+  std::vector<double> q = to_doubles(q_t), k = to_doubles(k_t);
+  for (double& x : q) x *= root;
+  for (double& x : k) x *= root;
+  PG_ASSIGN_OR_RETURN(Tensor q_scaled, rounded_tensor(type, q_t.shape(), q));
+  PG_ASSIGN_OR_RETURN(Tensor k_scaled, rounded_tensor(type, k_t.shape(), k));
+  q = to_doubles(q_scaled);
+  k = to_doubles(k_scaled);
+  const std::vector<double> v = to_doubles(v_t);
+  const int64_t group = hq / hkv;
+  std::vector<double> scores(static_cast<size_t>(b * hq * l * s));
+  for (int64_t bh = 0; bh < b * hq; ++bh) {
+    const int64_t kv = (bh / hq) * hkv + (bh % hq) / group;
+    for (int64_t i = 0; i < l; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < e; ++d)
+          dot += q[static_cast<size_t>((bh * l + i) * e + d)] *
+                 k[static_cast<size_t>((kv * s + j) * e + d)];
+        scores[static_cast<size_t>((bh * l + i) * s + j)] = dot;
+      }
+  }
+  const Shape score_shape{b, hq, l, s};
+  PG_ASSIGN_OR_RETURN(Tensor in_type,
+                      rounded_tensor(type, score_shape, scores));  // the matmul's result type
+  PG_ASSIGN_OR_RETURN(Tensor score_t, rounded_tensor(compute, score_shape, to_doubles(in_type)));
+  PG_RETURN_IF_ERROR(run_modifier(ctx, "score_mod", score_t));
+  scores = to_doubles(score_t);
+  for (int64_t row = 0; row < b * hq * l; ++row) {
+    double* r = &scores[static_cast<size_t>(row * s)];
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < s; ++j) mx = std::max(mx, r[j]);
+    for (int64_t j = 0; j < s; ++j) sum += (r[j] = std::exp(r[j] - mx));
+    for (int64_t j = 0; j < s; ++j) r[j] /= sum;
+  }
+  PG_ASSIGN_OR_RETURN(Tensor prob_t, rounded_tensor(compute, score_shape, scores));
+  PG_RETURN_IF_ERROR(run_modifier(ctx, "prob_mod", prob_t));
+  const std::vector<double> probs = to_doubles(prob_t);
+  std::vector<double> out(static_cast<size_t>(b * hq * l * ev));
+  for (int64_t bh = 0; bh < b * hq; ++bh) {
+    const int64_t kv = (bh / hq) * hkv + (bh % hq) / group;
+    for (int64_t i = 0; i < l; ++i)
+      for (int64_t d = 0; d < ev; ++d) {
+        double acc = 0;
+        for (int64_t j = 0; j < s; ++j)
+          acc += probs[static_cast<size_t>((bh * l + i) * s + j)] *
+                 v[static_cast<size_t>((kv * s + j) * ev + d)];
+        out[static_cast<size_t>((bh * l + i) * ev + d)] = acc;
+      }
+  }
+  return store_doubles(out, ctx.output(0));
+}
+
 // CausalConvWithState: the previous call's last K - 1 positions (zeros without them) go before
 // X, each channel is convolved with its own K taps without padding, and the last K - 1
 // positions of that padded sequence become the new state.
@@ -376,6 +478,7 @@ void register_transformer_kernels(KernelRegistry& r) {
   r.add(kOnnxDomain, "RotaryEmbedding", rotary_embedding_kernel);
   r.add(kOnnxDomain, "Attention", attention_kernel);
   r.add(kOnnxDomain, "LinearAttention", linear_attention_kernel);
+  r.add(kPreviewDomain, "FlexAttention", flex_attention_kernel);
   r.add(kOnnxDomain, "CausalConvWithState", causal_conv_with_state_kernel);
 }
 
