@@ -4,7 +4,8 @@
 # checkout, in $PEREGRINE_FUZZ_DIR (default ~/.cache/peregrine/fuzz): <target>/ holds the
 # corpus, artifacts/ the inputs that crashed, hung (over 10 s) or ran out of memory. Empty
 # corpora are seeded from the ONNX node tests the build generated (make conformance) and the
-# malformed-model corpus.
+# malformed-model corpus. A target stops at its first finding unless FUZZ_KEEP_GOING=1, which
+# runs it in libFuzzer's fork mode for the whole time, saving every crash, hang and OOM.
 #   tests/fuzz/run_fuzz.sh [TARGET...]   (default: every target)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,7 +29,9 @@ status=0
 for t in "${targets[@]}"; do
   seed "$t"
   echo "== fuzz_$t for ${seconds}s (corpus $root/$t)"
-  build-fuzz/fuzz_"$t" "$root/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  keep_going=()
+  [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && keep_going=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  build-fuzz/fuzz_"$t" "$root/$t" "${keep_going[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$root/artifacts/${t}-" -print_final_stats=1 2>&1 | tail -n 12 || status=1
 done
 exit $status
