@@ -39,9 +39,19 @@ void set_unknown(InferContext& ctx, size_t i, DType dtype) {
   ctx.set_output(i, ir::ValueType::tensor_unknown_shape(dtype));
 }
 
-// Rank-only shape: every dim unknown.
-Shape unknown_dims(int64_t rank) {
-  return Shape(static_cast<size_t>(std::max<int64_t>(rank, 0)), -1);
+// Past this, a rank computed from declared dims (a shape input's length, axes counts) is taken
+// as unknown: no tensor has such a rank, and a fuzzed model's 6.6e17 or 2^48 would otherwise
+// be allocated as that many output dims.
+constexpr int64_t kMaxInferredRank = int64_t{1} << 20;
+
+// Output i of `rank` dims, every one unknown; an unknown rank when `rank` is negative or past
+// any tensor's.
+void set_rank_only(InferContext& ctx, size_t i, DType dtype, int64_t rank) {
+  if (rank < 0 || rank > kMaxInferredRank) {
+    set_unknown(ctx, i, dtype);
+    return;
+  }
+  ctx.set_output_tensor(i, dtype, Shape(static_cast<size_t>(rank), -1));
 }
 
 Status infer_constant(InferContext& ctx) {
@@ -66,7 +76,7 @@ Status infer_reshape(InferContext& ctx) {
   PG_ASSIGN_OR_RETURN(int64_t allowzero, ctx.attrs().get_int("allowzero", 0));
   if (!shape.known) {
     if (ctx.opset() >= 5 && ctx.input_type(1).is_static() && ctx.input_type(1).rank() == 1) {
-      ctx.set_output_tensor(0, in.dtype, unknown_dims(ctx.input_type(1).dims[0]));
+      set_rank_only(ctx, 0, in.dtype, ctx.input_type(1).dims[0]);
     } else {
       set_unknown(ctx, 0, in.dtype);
     }
@@ -194,7 +204,10 @@ Status infer_unsqueeze(InferContext& ctx) {
   if (!in.has_shape || !axes.known) {
     if (in.has_shape && ctx.opset() >= 13 && ctx.input_type(1).is_static() &&
         ctx.input_type(1).rank() == 1)
-      ctx.set_output_tensor(0, in.dtype, unknown_dims(in.rank() + ctx.input_type(1).dims[0]));
+      set_rank_only(ctx, 0, in.dtype,
+                    ctx.input_type(1).dims[0] > kMaxInferredRank
+                        ? -1
+                        : in.rank() + ctx.input_type(1).dims[0]);
     else
       set_unknown(ctx, 0, in.dtype);
     return Status::ok();
@@ -220,7 +233,7 @@ Status infer_transpose(InferContext& ctx) {
     if (perm.empty())
       set_unknown(ctx, 0, in.dtype);
     else
-      ctx.set_output_tensor(0, in.dtype, unknown_dims(static_cast<int64_t>(perm.size())));
+      set_rank_only(ctx, 0, in.dtype, static_cast<int64_t>(perm.size()));
     return Status::ok();
   }
   const int64_t rank = in.rank();
@@ -339,7 +352,7 @@ Status infer_slice(InferContext& ctx) {
   bool known = in.is_static();
   for (const IntList& l : p) known = known && (!l.present || l.known);
   if (!known) {
-    ctx.set_output_tensor(0, in.dtype, unknown_dims(in.rank()));
+    set_rank_only(ctx, 0, in.dtype, in.rank());
     return Status::ok();
   }
   auto axes = shape_util::slice_axes(in.dims, p[0].values, p[1].values, p[2].values, p[3].values);
@@ -363,9 +376,8 @@ Expected<std::optional<std::vector<int64_t>>> shape_input(const InferContext& ct
 // Rank of a 1-D shape-like input from its type, or -1: also for a declared length no tensor's
 // rank reaches (a fuzzed model declared 6.6e17, and the output's dims were allocated from it).
 int64_t shape_input_length(const InferContext& ctx, size_t i) {
-  constexpr int64_t kMaxRank = int64_t{1} << 20;
   const ir::ValueType& t = ctx.input_type(i);
-  return t.is_static() && t.rank() == 1 && t.dims[0] <= kMaxRank ? t.dims[0] : -1;
+  return t.is_static() && t.rank() == 1 && t.dims[0] <= kMaxInferredRank ? t.dims[0] : -1;
 }
 
 Status infer_expand(InferContext& ctx) {
@@ -376,7 +388,7 @@ Status infer_expand(InferContext& ctx) {
   if (!shape || !in.has_shape) {
     int64_t n = shape_input_length(ctx, 1);
     if (n >= 0 && in.has_shape)
-      ctx.set_output_tensor(0, in.dtype, unknown_dims(std::max(n, in.rank())));
+      set_rank_only(ctx, 0, in.dtype, std::max(n, in.rank()));
     else
       set_unknown(ctx, 0, in.dtype);
     return Status::ok();
@@ -399,7 +411,7 @@ Status infer_tile(InferContext& ctx) {
     return Status::ok();
   }
   if (!reps) {
-    ctx.set_output_tensor(0, in.dtype, unknown_dims(in.rank()));
+    set_rank_only(ctx, 0, in.dtype, in.rank());
     return Status::ok();
   }
   if (reps->dtype() != DType::kInt64) return ctx.error("repeats must be int64");
@@ -435,7 +447,7 @@ Status infer_pad(InferContext& ctx) {
   auto spec = shape_util::pad_params(ctx, in.rank());
   if (!spec.is_ok()) return node_error(ctx, spec.status());
   if (!spec->has_value()) {
-    ctx.set_output_tensor(0, in.dtype, unknown_dims(in.rank()));
+    set_rank_only(ctx, 0, in.dtype, in.rank());
     return Status::ok();
   }
   Shape out(in.rank());
@@ -467,7 +479,7 @@ Status infer_constant_of_shape(InferContext& ctx) {
   if (!shape) {
     int64_t n = shape_input_length(ctx, 0);
     if (n >= 0)
-      ctx.set_output_tensor(0, dtype, unknown_dims(n));
+      set_rank_only(ctx, 0, dtype, n);
     else
       set_unknown(ctx, 0, dtype);
     return Status::ok();
@@ -526,7 +538,7 @@ Status infer_depth_to_space(InferContext& ctx, bool to_space) {
   PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "DCR"));
   if (mode != "DCR" && mode != "CRD") return ctx.error("mode '" + mode + "' must be DCR or CRD");
   if (!in.has_shape) {
-    ctx.set_output_tensor(0, in.dtype, unknown_dims(4));
+    set_rank_only(ctx, 0, in.dtype, 4);
     return Status::ok();
   }
   Shape out = in.dims;
@@ -562,7 +574,7 @@ Status infer_center_crop_pad(InferContext& ctx) {
     return Status::ok();
   }
   if (!target) {
-    ctx.set_output_tensor(0, in.dtype, unknown_dims(in.rank()));
+    set_rank_only(ctx, 0, in.dtype, in.rank());
     return Status::ok();
   }
   auto out = shape_util::center_crop_pad_shape(ctx.attrs(), in.dims, *target);
@@ -616,7 +628,7 @@ Status infer_eye_like(InferContext& ctx) {
     return ctx.error("dtype " + std::to_string(dtype_attr) + " is not a valid type");
   DType dtype = static_cast<DType>(dtype_attr);
   if (dtype == DType::kString) return ctx.error("dtype cannot be string");
-  ctx.set_output_tensor(0, dtype, in.has_shape ? in.dims : unknown_dims(2));
+  ctx.set_output_tensor(0, dtype, in.has_shape ? in.dims : Shape{-1, -1});
   return Status::ok();
 }
 

@@ -265,6 +265,16 @@ def cases(root):
     save(f"{root}/constant_of_shape_long_shape", model_of(cos, [helper.make_opsetid("", 21)]))
     yield "constant_of_shape_long_shape", 2, r"over the memory budget", []
 
+    # Found by fuzz_pipeline (ASan): Unsqueeze whose axes input declares 2^48 elements made
+    # inference allocate an output rank that long.
+    unsq = tiny_graph(
+        nodes=[helper.make_node("Unsqueeze", ["x", "axes"], ["z"], name="unsqueeze_0")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                helper.make_tensor_value_info("axes", TensorProto.INT64, [2**48])],
+        outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/unsqueeze_long_axes", model_of(unsq, [helper.make_opsetid("", 13)]))
+    yield "unsqueeze_long_axes", 2, r"over the memory budget", []
+
     # Found by fuzz_pipeline (ASan): an opset-8 Scan whose state lacks the batch dim its scan
     # input has (the kernel sliced past the state), and one whose scan input has no sequence
     # axis (UBSan: a dim of a rank-0 slice).
