@@ -13,6 +13,8 @@
 //     into heads (reshape + transpose) and merged back after.
 //     Grouped-query attention: K and V may have fewer heads, Hkv dividing H (kv_num_heads =
 //     Hkv with num_heads; K's dim -3 in the per-head form); query head h reads head h / (H / Hkv).
+//     softcap > 0 (optional, default 0): the scaled scores become softcap * tanh(s / softcap)
+//     before the mask is added.
 //     causal = 1 (optional, default 0): query i sees key j only when j <= i + Skv - Sq, as if a
 //     mask of -inf above that diagonal were added.
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.

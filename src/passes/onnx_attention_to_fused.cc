@@ -1,7 +1,7 @@
 // onnx_attention_to_fused
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
-//             the fused kernel lacks: no past_key / past_value, no nonpad_kv_seqlen, no softcap,
-//             no sliding window, a KV head count dividing the query head count, a mask that is
+//             the fused kernel lacks: no past_key / past_value, no nonpad_kv_seqlen, no
+//             sliding window, a KV head count dividing the query head count, a mask that is
 //             absent or float32 whose last axis is the key length, is_causal only where the
 //             query and key lengths are equal (there the top-left frontier ONNX uses without a
 //             cache is the fused kernel's bottom-right one), and no reader of present_key,
@@ -9,7 +9,7 @@
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
 //             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
 //             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
-//             (ONNX's default 1 / sqrt(head size) written out) and causal.
+//             (ONNX's default 1 / sqrt(head size) written out), softcap and causal.
 //   Why:      the fused kernel tiles the scores in registers and threads over heads; the
 //             reference kernel of ONNX Attention is a plain loop nest.
 #include <cmath>
@@ -39,6 +39,7 @@ struct Match {
   int64_t num_heads;
   int64_t kv_num_heads;  // 0: as many as num_heads
   float scale;
+  float softcap;
   int64_t causal;
 };
 
@@ -57,7 +58,7 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     return r.is_ok() ? *r : std::numeric_limits<int64_t>::min();
   };
   auto softcap = attrs.get_float("softcap", 0.0f);
-  if (!softcap.is_ok() || *softcap != 0.0f) return std::nullopt;
+  if (!softcap.is_ok() || *softcap < 0.0f) return std::nullopt;
   if (int_or("left_window_size", -1) != -1 || int_or("right_window_size", -1) != -1) return std::nullopt;
   const bool three_d = q->rank() == 3;
   if (q->rank() != k->rank() || q->rank() != v->rank() || (q->rank() != 3 && q->rank() != 4))
@@ -80,7 +81,7 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     if (!s.is_ok()) return std::nullopt;
     scale = *s;
   }
-  return Match{&n, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0, scale, causal};
+  return Match{&n, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0, scale, *softcap, causal};
 }
 
 void rewrite(ir::Graph& g, const Match& m) {
@@ -94,6 +95,7 @@ void rewrite(ir::Graph& g, const Match& m) {
   if (m.kv_num_heads > 0)
     fused->attributes["kv_num_heads"] = int_attr("kv_num_heads", m.kv_num_heads);
   fused->attributes["scale"] = float_attr("scale", m.scale);
+  if (m.softcap > 0) fused->attributes["softcap"] = float_attr("softcap", m.softcap);
   fused->attributes["causal"] = int_attr("causal", m.causal);
   import_peregrine_domain(g);
   for (size_t o = 1; o < n.outputs.size(); ++o)

@@ -1,6 +1,6 @@
 // onnx_attention_to_fused: ONNX Attention becomes peregrine.Attention where the fused kernel
 // computes the same thing (numerics checked on the reference backend), grouped-query heads
-// included, and is left alone where it would not (a read present_key, softcap, causal with
+// and softcap included, and is left alone where it would not (a read present_key, causal with
 // unequal lengths, KV heads that do not divide the query heads).
 #include <gtest/gtest.h>
 
@@ -96,10 +96,20 @@ TEST(OnnxAttentionToFused, FusesGroupedQueryAttention) {
       }
 }
 
+TEST(OnnxAttentionToFused, FusesSoftcap) {
+  ir::Graph g = attention_graph(2, 3, true, false, false, 0.5f);
+  const std::vector<Tensor> before = run_graph(g);
+  passes::PassManager pm;
+  pm.add(passes::make_onnx_attention_to_fused());
+  ASSERT_TRUE(pm.run(g).is_ok());
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->domain, "peregrine");
+  expect_close(run_graph(g), before, 1e-5);
+}
+
 TEST(OnnxAttentionToFused, LeavesWhatTheFusedKernelLacks) {
   EXPECT_FALSE(fuses(grouped_graph(true, 4, false)));  // 4 KV heads for 6 query heads
   EXPECT_FALSE(fuses(attention_graph(2, 3, false, false, true, 0)));   // present_key is read
-  EXPECT_FALSE(fuses(attention_graph(2, 3, false, false, false, 5)));  // softcap
   EXPECT_FALSE(fuses(attention_graph(2, 5, false, true, false, 0)));   // causal, lengths 3 vs 5
   EXPECT_TRUE(fuses(attention_graph(2, 5, true, false, false, 0)));    // cross-attention
 }

@@ -336,6 +336,25 @@ TEST(CpuAttention, GroupedQueryHeadsMatchReference) {
   }
 }
 
+// softcap: scores tanh-capped before the mask, in both forms and with causal.
+TEST(CpuAttention, SoftcapMatchesReference) {
+  for (bool per_head : {false, true})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE("per_head=" + std::to_string(per_head) + " causal=" + std::to_string(causal));
+      const Shape x = per_head ? Shape{2, 3, 37, 16} : Shape{2, 37, 3 * 16};
+      std::vector<std::pair<std::string, Tensor>> inputs = {
+          {"Q", random_tensor(x, 1, -3, 3)},
+          {"K", random_tensor(x, 2, -3, 3)},
+          {"V", random_tensor(x, 3)},
+          {"M", random_tensor({37, 37}, 4, -3, 0)}};
+      std::vector<ir::Attribute> attrs = {float_attr("scale", 0.5f), float_attr("softcap", 2.5f),
+                                          int_attr("causal", causal)};
+      if (!per_head) attrs.push_back(int_attr("num_heads", 3));
+      AttentionGraph g(inputs, attrs);
+      compare_backends(g);
+    }
+}
+
 TEST(CpuAttention, EmptyTensorsMatchReference) {
   AttentionGraph g({{"Q", random_tensor({1, 0, 8}, 1)},
                     {"K", random_tensor({1, 5, 8}, 2)},

@@ -163,6 +163,15 @@ Status attention_kernel(KernelContext& ctx) {
     PG_ASSIGN_OR_RETURN(s, evaluate_tensor(cast, {&s}));
   }
   PG_ASSIGN_OR_RETURN(scores, binary("Mul", scores, s));
+  PG_ASSIGN_OR_RETURN(float softcap, ctx.attrs().get_float("softcap", 0.0f));
+  if (softcap > 0) {
+    if (scores.dtype() != DType::kFloat32)
+      return ctx.error("softcap is only implemented for float32");
+    for (int64_t i = 0; i < scores.numel(); ++i) {
+      float& x = scores.data<float>()[i];
+      x = softcap * std::tanh(x / softcap);
+    }
+  }
   if (ctx.has_input(3)) {
     PG_ASSIGN_OR_RETURN(scores, binary("Add", scores, ctx.input(3)));
   }

@@ -30,6 +30,7 @@ void f32_attention_tile__scalar(const AttentionTile& t) {
       float dot = 0.0f;
       for (int64_t e = 0; e < t.d; ++e) dot += q[e] * k[e * t.k_cs];
       float s = dot * t.scale;
+      if (t.softcap > 0) s = t.softcap * std::tanh(s / t.softcap);
       if (t.mask) s += t.mask[r * t.mask_rs + j * t.mask_cs];
       scores[static_cast<size_t>(j)] = s;
       m = std::max(m, s);
@@ -132,6 +133,7 @@ void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p,
     tile.causal = p.causal;
     tile.key_limit0 = i0 + p.skv - p.sq + 1;
     tile.scale = p.scale;
+    tile.softcap = p.softcap;
     return tile;
   };
   if (!shared_pack) {
@@ -193,12 +195,14 @@ bool grouped_per_head(const Tensor& q, const Tensor& k, const Tensor& v) {
 
 class AttentionKernel : public PreparedKernel {
  public:
-  AttentionKernel(int64_t heads, int64_t kv_heads, bool k_transposed, float scale, bool causal)
+  AttentionKernel(int64_t heads, int64_t kv_heads, bool k_transposed, float scale, float softcap,
+                  bool causal)
       : kernel_(f32_attention_kernel()),
         heads_(heads),
         kv_heads_(kv_heads > 0 ? kv_heads : heads),
         k_transposed_(k_transposed),
         scale_(scale),
+        softcap_(softcap),
         causal_(causal) {}
 
   std::string name() const override { return std::string("cpu/") + kernel_.name; }
@@ -227,6 +231,7 @@ class AttentionKernel : public PreparedKernel {
     if (has_mask && ctx.input(3).dtype() != DType::kFloat32) return false;
     const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
     p->scale = scale_;
+    p->softcap = softcap_;
     p->causal = causal_;
     SmallShape scores;  // (batch..., Sq, Skv)
     // Grouped-query attention: query head h reads K / V head h / group. The batch dims are then
@@ -373,6 +378,7 @@ class AttentionKernel : public PreparedKernel {
   int64_t kv_heads_;  // the head form's K / V heads (grouped-query attention when < heads_)
   bool k_transposed_;
   float scale_;
+  float softcap_;
   bool causal_;
 };
 
@@ -384,12 +390,13 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_attention(const ir::Node& node
   PG_ASSIGN_OR_RETURN(int64_t kv_heads, attrs.get_int("kv_num_heads", 0));
   PG_ASSIGN_OR_RETURN(int64_t k_transposed, attrs.get_int("k_transposed", 0));
   PG_ASSIGN_OR_RETURN(float scale, attrs.get_float("scale", 1.0f));
+  PG_ASSIGN_OR_RETURN(float softcap, attrs.get_float("softcap", 0.0f));
   PG_ASSIGN_OR_RETURN(int64_t causal, attrs.get_int("causal", 0));
   if (heads < 0) return invalid_model(node.describe() + ": num_heads must be >= 0");
   if (kv_heads < 0 || (kv_heads > 0 && (heads == 0 || heads % kv_heads != 0)))
     return invalid_model(node.describe() + ": kv_num_heads must divide num_heads");
-  return std::unique_ptr<PreparedKernel>(
-      std::make_unique<AttentionKernel>(heads, kv_heads, k_transposed != 0, scale, causal != 0));
+  return std::unique_ptr<PreparedKernel>(std::make_unique<AttentionKernel>(
+      heads, kv_heads, k_transposed != 0, scale, softcap, causal != 0));
 }
 
 }  // namespace peregrine::cpu

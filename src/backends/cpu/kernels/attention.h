@@ -50,6 +50,8 @@ struct AttentionProblem {
   int64_t batch_dims[kAttentionMaxBatchRank] = {};
   int64_t sq = 0, skv = 0, d = 0, dv = 0;
   float scale = 1.0f;
+  float softcap =
+      0.0f;  // > 0: each scaled score s becomes softcap * tanh(s / softcap), then the mask
   bool causal = false;
   AttentionOperand q, k, v;  // q.cs and v.cs must be 1; k.cs may be anything (K^T given)
   AttentionOperand mask;     // data == nullptr: none; rs / cs may be 0 (broadcast)
@@ -77,6 +79,7 @@ struct AttentionTile {
   bool causal;
   int64_t key_limit0;
   float scale;
+  float softcap = 0.0f;  // as AttentionProblem::softcap
   // Keys and values already packed for every key (the pack function below), shared by the
   // query blocks of one batch index; nullptr: the tile packs each key block itself.
   const float* k_packed = nullptr;

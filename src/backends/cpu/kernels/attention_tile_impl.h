@@ -263,6 +263,12 @@ void attention_tile(const AttentionTile& t) {
     if (!t.v_packed)
       attention_copy_rows_padded(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, dvp, scratch.values.data());
     qk_scores<V>(q, t.rows, kb, t.d, k, scores);
+    if (t.softcap > 0)  // scores tanh-capped before the mask (rare: the plain loop suffices)
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t j = 0; j < kb; ++j) {
+          float& x = scores[r * kKeyBlock + j];
+          x = t.softcap * std::tanh(x / t.softcap);
+        }
     for (int64_t r = 0; r < t.rows; ++r) {
       float* s = scores + r * kKeyBlock;  // (kb_vectors) for this row
       const int64_t visible = t.causal ? std::clamp<int64_t>(t.key_limit0 + r - j0, 0, kb) : kb;
