@@ -1,15 +1,17 @@
 // onnx_attention_to_fused
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
-//             the fused kernel lacks: no past_key / past_value, no nonpad_kv_seqlen, no
-//             sliding window, a KV head count dividing the query head count, a mask that is
-//             absent or float32 whose last axis is the key length, is_causal only where the
-//             query and key lengths are equal (there the top-left frontier ONNX uses without a
-//             cache is the fused kernel's bottom-right one), and no reader of present_key,
-//             present_value or qk_matmul_output.
+//             the fused kernel lacks: past_key / past_value only with 4-D inputs, no
+//             nonpad_kv_seqlen, no sliding window, a KV head count dividing the query head count, a
+//             mask that is absent or float32 whose last axis is the key length, is_causal only
+//             where the query and key lengths are equal (there ONNX's frontier, top-left without a
+//             cache and past the cache with one, is the fused kernel's bottom-right one), and no
+//             reader of qk_matmul_output (nor of present_key / present_value without a cache).
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
 //             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
 //             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
-//             (ONNX's default 1 / sqrt(head size) written out), softcap and causal.
+//             (ONNX's default 1 / sqrt(head size) written out), softcap and causal. With a
+//             cache: present_key = Concat(past_key, K) and present_value likewise on the
+//             sequence axis, and the fused node reads them.
 //   Why:      the fused kernel tiles the scores in registers and threads over heads; the
 //             reference kernel of ONNX Attention is a plain loop nest.
 #include <cmath>
@@ -36,6 +38,7 @@ bool present(const ir::Node& n, size_t input) {
 
 struct Match {
   ir::Node* node;
+  bool cache;  // past_key / past_value given (4-D)
   int64_t num_heads;
   int64_t kv_num_heads;  // 0: as many as num_heads
   float scale;
@@ -45,8 +48,9 @@ struct Match {
 
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node& n) {
   if (!is_op(&n, "Attention") || n.opset < 23) return std::nullopt;
-  if (present(n, 4) || present(n, 5) || present(n, 6)) return std::nullopt;
-  for (size_t o = 1; o < 4; ++o)
+  const bool cache = present(n, 4) && present(n, 5);
+  if (present(n, 4) != present(n, 5) || present(n, 6)) return std::nullopt;
+  for (size_t o = cache ? 3 : 1; o < 4; ++o)
     if (!unused(index, n, o)) return std::nullopt;
   const ir::ValueType* q = float32_type(g, n.inputs[0]);
   const ir::ValueType* k = float32_type(g, n.inputs[1]);
@@ -68,9 +72,22 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0 || (!three_d && v->dims[1] != hkv)) return std::nullopt;
   if (three_d && (q->dims[2] % hq != 0 || k->dims[2] * hq != q->dims[2] * hkv)) return std::nullopt;
   const int64_t head = three_d ? q->dims[2] / hq : q->dims[3];
-  const int64_t sq = q->dims[q->rank() - 2], skv = k->dims[k->rank() - 2];
+  const int64_t sq = q->dims[q->rank() - 2], snew = k->dims[k->rank() - 2];
+  int64_t skv = snew;
+  if (cache) {
+    // (B, Hkv, P, D) caches in front of 4-D K / V: the keys are the P cached and the new ones.
+    const ir::ValueType* pk = float32_type(g, n.inputs[4]);
+    const ir::ValueType* pv = float32_type(g, n.inputs[5]);
+    if (three_d || !pk || !pv || !pk->is_static() || !pv->is_static() || pk->rank() != 4 ||
+        pv->rank() != 4)
+      return std::nullopt;
+    for (int d : {0, 1, 3})
+      if (pk->dims[d] != k->dims[d] || pv->dims[d] != v->dims[d]) return std::nullopt;
+    if (pk->dims[2] != pv->dims[2]) return std::nullopt;
+    skv += pk->dims[2];
+  }
   const int64_t causal = int_or("is_causal", 0);
-  if (causal != 0 && (causal != 1 || sq != skv)) return std::nullopt;
+  if (causal != 0 && (causal != 1 || sq != snew)) return std::nullopt;
   if (present(n, 3)) {
     const ir::ValueType* m = float32_type(g, n.inputs[3]);
     if (!m || !m->is_static() || m->rank() < 2 || m->dims.back() != skv) return std::nullopt;
@@ -81,12 +98,30 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     if (!s.is_ok()) return std::nullopt;
     scale = *s;
   }
-  return Match{&n, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0, scale, *softcap, causal};
+  return Match{&n,       cache, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0, scale,
+               *softcap, causal};
 }
 
 void rewrite(ir::Graph& g, const Match& m) {
   ir::Node& n = *m.node;
   std::vector<std::string> inputs(n.inputs.begin(), n.inputs.begin() + 3);
+  if (m.cache) {
+    // The present caches, under the node's output names when it has them.
+    for (size_t i : {1, 2}) {
+      const std::string& past = n.inputs[i + 3];
+      const std::string out =
+          n.outputs.size() > i && !n.outputs[i].empty()
+              ? n.outputs[i]
+              : fresh_name(g, n.name + (i == 1 ? "_present_key" : "_present_value"));
+      ir::ValueType t = g.find_value(past)->type;
+      t.dims[2] += g.find_value(inputs[i])->type.dims[2];
+      g.value(out).type = t;
+      ir::Node* concat = add_node(g, "Concat", {past, inputs[i]}, {out},
+                                  n.name + (i == 1 ? "_present_key" : "_present_value"));
+      concat->attributes["axis"] = int_attr("axis", 2);
+      inputs[i] = out;
+    }
+  }
   if (present(n, 3)) inputs.push_back(n.inputs[3]);
   ir::Node* fused = add_node(g, "Attention", inputs, {n.outputs[0]}, n.name);
   fused->domain = kPeregrineDomain;
@@ -98,7 +133,7 @@ void rewrite(ir::Graph& g, const Match& m) {
   if (m.softcap > 0) fused->attributes["softcap"] = float_attr("softcap", m.softcap);
   fused->attributes["causal"] = int_attr("causal", m.causal);
   import_peregrine_domain(g);
-  for (size_t o = 1; o < n.outputs.size(); ++o)
+  for (size_t o = m.cache ? 3 : 1; o < n.outputs.size(); ++o)
     if (!n.outputs[o].empty()) g.values.erase(n.outputs[o]);
   remove_nodes(g, {&n});
 }

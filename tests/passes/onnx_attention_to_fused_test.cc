@@ -96,6 +96,48 @@ TEST(OnnxAttentionToFused, FusesGroupedQueryAttention) {
       }
 }
 
+// A decode step: 4-D Q / K / V of `steps` new tokens after a cache of 9, grouped heads, the
+// present caches as graph outputs (or not read), a mask over all 9 + steps keys.
+ir::Graph cached_graph(int64_t steps, bool causal, bool mask, bool output_present) {
+  GraphBuilder b(23);
+  b.input("q", {2, 4, steps, 8});
+  b.input("k", {2, 2, steps, 8});
+  b.input("v", {2, 2, steps, 6});
+  b.input("pk", {2, 2, 9, 8});
+  b.input("pv", {2, 2, 9, 6});
+  if (mask) b.random("m", {steps, 9 + steps}, 9);
+  ir::Node& n = b.node("Attention", {"q", "k", "v", mask ? "m" : "", "pk", "pv"},
+                       {"y", output_present ? "present_k" : "", output_present ? "present_v" : ""});
+  if (causal) n.attributes["is_causal"] = int_attr("is_causal", 1);
+  b.output("y");
+  if (output_present) {
+    b.output("present_k");
+    b.output("present_v");
+  }
+  return b.build();
+}
+
+TEST(OnnxAttentionToFused, FusesAttentionWithAKvCache) {
+  for (int64_t steps : {1, 3})
+    for (bool causal : {false, true})
+      for (bool mask : {false, true})
+        for (bool output_present : {false, true}) {
+          SCOPED_TRACE("steps " + std::to_string(steps) + " causal " + std::to_string(causal) +
+                       " mask " + std::to_string(mask) + " present " +
+                       std::to_string(output_present));
+          ir::Graph g = cached_graph(steps, causal, mask, output_present);
+          const std::vector<Tensor> before = run_graph(g);
+          passes::PassManager pm;
+          pm.add(passes::make_onnx_attention_to_fused());
+          ASSERT_TRUE(pm.run(g).is_ok());
+          EXPECT_EQ(count_op(g, "Concat"), 2);
+          ASSERT_EQ(count_op(g, "Attention"), 1);
+          for (const auto& node : g.nodes)
+            if (node->op_type == "Attention") EXPECT_EQ(node->domain, "peregrine");
+          expect_close(run_graph(g), before, 1e-5);
+        }
+}
+
 TEST(OnnxAttentionToFused, FusesSoftcap) {
   ir::Graph g = attention_graph(2, 3, true, false, false, 0.5f);
   const std::vector<Tensor> before = run_graph(g);
