@@ -313,7 +313,11 @@ TEST(CpuAttention, GroupedQueryHeadsMatchReference) {
                              GroupCase{2, 5, 9, 6, 3, 7, 5, false, true, false},
                              GroupCase{1, 13, 13, 6, 1, 16, 16, false, false, true},
                              GroupCase{2, 3, 11, 8, 2, 9, 6, true, true, false},
-                             GroupCase{1, 17, 17, 6, 3, 64, 64, true, false, true}}) {
+                             GroupCase{1, 17, 17, 6, 3, 64, 64, true, false, true},
+                             // decode steps: one query per head, the group's queries as rows
+                             GroupCase{2, 1, 9, 8, 2, 16, 16, false, true, true},
+                             GroupCase{1, 1, 33, 6, 3, 64, 40, true, true, false},
+                             GroupCase{2, 1, 130, 4, 2, 8, 8, true, false, true}}) {
     SCOPED_TRACE("B=" + std::to_string(c.b) + " Sq=" + std::to_string(c.sq) +
                  " Skv=" + std::to_string(c.skv) + " H=" + std::to_string(c.heads) +
                  " Hkv=" + std::to_string(c.kv_heads) + " per_head=" + std::to_string(c.per_head));

@@ -370,6 +370,17 @@ class AttentionKernel : public PreparedKernel {
       p->mask.rs = strides[scores.rank - 2];
       p->mask.cs = strides[scores.rank - 1];
     }
+    if (group > 1 && p->sq == 1) {
+      // One query per head (a decode step): the group's queries become the rows of one task over
+      // their shared K / V head, which is then read (and packed) once instead of once per query
+      // head. Causal is a no-op for a single query (it sees every key).
+      p->batch_rank = 2;
+      p->sq = group;
+      p->causal = false;
+      p->q.rs = p->q.batch_strides[2];
+      p->out.rs = p->out.batch_strides[2];
+      p->mask.rs = p->mask.batch_strides[2];
+    }
     return true;
   }
 
