@@ -1,4 +1,5 @@
 // Schemas of the activation family.
+#include <algorithm>
 #include <string>
 
 #include "ops/elementwise_util.h"
@@ -55,9 +56,10 @@ Status infer_clip(InferContext& ctx) {
     if (!ctx.has_input(i)) continue;
     const ir::ValueType& bound = ctx.input_type(i);
     if (bound.is_static()) {
-      int64_t n = 1;
-      for (int64_t d : bound.dims) n *= d;
-      if (n != 1)
+      // One element: every dim 1 (a product of the dims could overflow).
+      const bool scalar =
+          std::all_of(bound.dims.begin(), bound.dims.end(), [](int64_t d) { return d == 1; });
+      if (!scalar)
         return ctx.error("input '" + ctx.node().inputs[i] + "' must be a scalar, has shape " +
                          shape_to_string(bound.dims));
     }

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "ops/conv_geometry.h"
 #include "ops/infer_helpers.h"
 #include "ops/op_list.h"
@@ -391,8 +392,10 @@ Status infer_col2im(InferContext& ctx) {
     if (image) {
       Shape image_dims(out.begin() + 2, out.end());
       PG_ASSIGN_OR_RETURN(WindowGeometry g, resolve_window(ctx.node(), image_dims, kernel, false));
-      int64_t blocks = 1;
-      for (int64_t d : g.output) blocks *= d;
+      const std::optional<int64_t> product = checked_product(g.output);
+      if (!product)
+        return ctx.error("image_shape " + ints_to_string(g.output) + " has too many blocks");
+      const int64_t blocks = *product;
       const int64_t length = dim_or_unknown(ctx, 0, 2);
       if (length >= 0 && length != blocks)
         return ctx.error("input '" + input_name(ctx, 0) + "' has " + std::to_string(length) +

@@ -275,6 +275,16 @@ def cases(root):
     save(f"{root}/unsqueeze_long_axes", model_of(unsq, [helper.make_opsetid("", 13)]))
     yield "unsqueeze_long_axes", 2, r"over the memory budget", []
 
+    # Found by fuzz_pipeline (UBSan): Clip's shape check multiplied a bound's declared dims
+    # (7 x (2^63 - 1)) and overflowed.
+    clip = tiny_graph(
+        nodes=[helper.make_node("Clip", ["x", "lo"], ["z"], name="clip_0")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                helper.make_tensor_value_info("lo", TensorProto.FLOAT, [7, 2**63 - 1])],
+        outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/clip_bound_dims_overflow", model_of(clip, [helper.make_opsetid("", 13)]))
+    yield "clip_bound_dims_overflow", 2, r"node 'clip_0' \(Clip\).*must be a scalar|over the memory budget", []
+
     # Found by fuzz_pipeline (ASan): an opset-8 Scan whose state lacks the batch dim its scan
     # input has (the kernel sliced past the state), and one whose scan input has no sequence
     # axis (UBSan: a dim of a rank-0 slice).
