@@ -15,6 +15,9 @@
 //     Hkv with num_heads; K's dim -3 in the per-head form); query head h reads head h / (H / Hkv).
 //     softcap > 0 (optional, default 0): the scaled scores become softcap * tanh(s / softcap)
 //     before the mask is added.
+//     empty_rows_zero = 1 (optional, default 0): probabilities that came out NaN (a row whose
+//     every score is -inf) are 0, so such a row gives zeros (ONNX Attention's rule; torch exports
+//     it as Where(IsNaN(P), 0, P)).
 //     causal = 1 (optional, default 0): query i sees key j only when j <= i + Skv - Sq, as if a
 //     mask of -inf above that diagonal were added.
 //   Gelu, LayerNormalization: the ONNX ops, for models whose opset predates them.

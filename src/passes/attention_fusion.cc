@@ -1,14 +1,18 @@
 // attention_fusion
 //   Matches:  scaled dot-product attention around a Softmax over the last axis:
-//               out = MatMul(Softmax([Add(] [Div|Mul(] MatMul(Q, Kt) [, c)] [, mask)]), V)
+//               out = MatMul(G(Softmax([Add(] [Div|Mul(] MatMul(Q', Kt') [, c)] [, mask)])), V)
+//             where Q' is Q or Mul(Q, cq), Kt' is Kt or Mul(Kt, ck) (torch's export scales both
+//             by the square root of the scale), and G is nothing or torch's guard for rows that
+//             saw no key, Where(IsNaN(P), 0, P);
 //             and, when present, the head split / merge around it:
 //               Q = Transpose(Reshape(q, (B, S, H, D)), (0, 2, 1, 3)), V likewise,
 //               Kt = Transpose(Reshape(k, (B, S, H, D)), (0, 2, 3, 1)),
 //               result = Reshape(Transpose(out, (0, 2, 1, 3)), (B, S, H*D)).
-//   Produces: peregrine.Attention(Q, Kt, V, mask?) with scale (1/c for Div, c for Mul)
-//             and k_transposed = 1; with the head pattern, Attention(q, k, v, mask?)
-//             with num_heads = H writing the final Reshape's output.
-//   Preconditions: float32; c is a scalar constant; every intermediate is read only by
+//   Produces: peregrine.Attention(Q, Kt, V, mask?) with scale (1/c for Div, c for Mul, times
+//             cq and ck), k_transposed = 1 and empty_rows_zero = 1 with the guard; with the head
+//             pattern, Attention(q, k, v, mask?) with num_heads = H writing the final Reshape's
+//             output.
+//   Preconditions: float32; c, cq, ck are scalar constants; every intermediate is read only by
 //             the next node of the pattern and is not a graph output; for the head
 //             form, static shapes and Reshape targets that are constants.
 #include "ops/op_schema.h"
@@ -24,6 +28,7 @@ struct Match {
   std::vector<std::string> inputs;  // Q, K, V, mask?
   float scale = 1.0f;
   int64_t num_heads = 0;
+  bool empty_rows_zero = false;
   std::string output;
   std::vector<ir::Node*> nodes;
 };
@@ -57,6 +62,24 @@ std::optional<Split> match_split(const ir::Graph& g, const GraphIndex& index, co
   return Split{r->inputs[0], split->dims[2], r, t};
 }
 
+// torch's guard after the softmax, Where(IsNaN(P), 0, P), when P feeds only it: the Where.
+ir::Node* nan_guard(const ir::Graph& g, const GraphIndex& index, const std::string& p) {
+  const auto& uses = index.uses(p);
+  if (uses.size() != 2 || !index.only_local_uses(p)) return nullptr;
+  ir::Node* isnan = is_op(uses[0].node, "IsNaN") ? uses[0].node : uses[1].node;
+  ir::Node* where = isnan == uses[0].node ? uses[1].node : uses[0].node;
+  if (!is_op(isnan, "IsNaN") || !is_op(where, "Where") || where->inputs.size() != 3 ||
+      where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p ||
+      index.sole_consumer(isnan->outputs[0]) != where || !index.only_local_uses(isnan->outputs[0]))
+    return nullptr;
+  const auto zero = scalar_constant(g, where->inputs[1]);
+  if (!zero || *zero != 0.0) return nullptr;
+  const ir::ValueType* pt = float32_type(g, p);
+  const ir::ValueType* wt = float32_type(g, where->outputs[0]);
+  if (!pt || !wt || !pt->is_static() || wt->dims != pt->dims) return nullptr;
+  return where;
+}
+
 std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir::Node& sm) {
   if (!is_op(&sm, "Softmax")) return std::nullopt;
   const ir::ValueType* st = float32_type(g, sm.outputs[0]);
@@ -66,9 +89,17 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
   if (axis < 0) axis += st->rank();
   if (axis != st->rank() - 1) return std::nullopt;
   Match m;
-  ir::Node* pv = index.sole_consumer(sm.outputs[0]);
-  if (!is_op(pv, "MatMul") || pv->inputs[0] != sm.outputs[0]) return std::nullopt;
-  m.nodes = {&sm, pv};
+  m.nodes = {&sm};
+  std::string probs = sm.outputs[0];
+  if (ir::Node* guard = nan_guard(g, index, probs)) {
+    m.empty_rows_zero = true;
+    m.nodes.push_back(index.producer(guard->inputs[0]));  // the IsNaN
+    m.nodes.push_back(guard);
+    probs = guard->outputs[0];
+  }
+  ir::Node* pv = index.sole_consumer(probs);
+  if (!is_op(pv, "MatMul") || pv->inputs[0] != probs) return std::nullopt;
+  m.nodes.push_back(pv);
   std::string cur = sm.inputs[0];
   const ir::Node* reader = &sm;  // the pattern node reading `cur`
   std::string mask;
@@ -100,17 +131,34 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
   }
   if (!is_op(p, "MatMul") || index.sole_consumer(cur) != reader) return std::nullopt;
   m.nodes.push_back(p);
-  if (!is_float32(g, p->inputs[0]) || !is_float32(g, p->inputs[1]) || !is_float32(g, pv->inputs[1]))
+  // Q and Kt, each possibly scaled by a constant of its own.
+  std::string operands[2] = {p->inputs[0], p->inputs[1]};
+  for (std::string& x : operands) {
+    ir::Node* mul = index.producer(x);
+    if (!is_op(mul, "Mul") || index.sole_consumer(x) != p || !index.only_local_uses(x)) continue;
+    const int c_side = scalar_constant(g, mul->inputs[1])   ? 1
+                       : scalar_constant(g, mul->inputs[0]) ? 0
+                                                            : -1;
+    if (c_side < 0) continue;
+    const std::string& other = mul->inputs[static_cast<size_t>(1 - c_side)];
+    const ir::ValueType* xt = float32_type(g, x);
+    const ir::ValueType* ot = float32_type(g, other);
+    if (!xt || !ot || !xt->is_static() || ot->dims != xt->dims) continue;  // no broadcasting
+    m.scale *= static_cast<float>(*scalar_constant(g, mul->inputs[static_cast<size_t>(c_side)]));
+    m.nodes.push_back(mul);
+    x = other;
+  }
+  if (!is_float32(g, operands[0]) || !is_float32(g, operands[1]) || !is_float32(g, pv->inputs[1]))
     return std::nullopt;
   // The fused op's output is Q's shape with V's last dim: no batch broadcasting.
-  const ir::ValueType* qt = float32_type(g, p->inputs[0]);
+  const ir::ValueType* qt = float32_type(g, operands[0]);
   const ir::ValueType* vt = float32_type(g, pv->inputs[1]);
   const ir::ValueType* ot = float32_type(g, pv->outputs[0]);
   if (!qt->is_static() || !vt->is_static() || !ot || !ot->is_static()) return std::nullopt;
   Shape expect = qt->dims;
   expect.back() = vt->dims.back();
   if (expect != ot->dims) return std::nullopt;
-  m.inputs = {p->inputs[0], p->inputs[1], pv->inputs[1]};
+  m.inputs = {operands[0], operands[1], pv->inputs[1]};
   if (!mask.empty()) m.inputs.push_back(mask);
   m.output = pv->outputs[0];
   return m;
@@ -148,6 +196,7 @@ void rewrite(ir::Graph& g, const Match& m) {
   a->attributes["scale"] = float_attr("scale", m.scale);
   a->attributes["num_heads"] = int_attr("num_heads", m.num_heads);
   if (m.num_heads == 0) a->attributes["k_transposed"] = int_attr("k_transposed", 1);
+  if (m.empty_rows_zero) a->attributes["empty_rows_zero"] = int_attr("empty_rows_zero", 1);
   import_peregrine_domain(g);
   std::set<const ir::Node*> dead(m.nodes.begin(), m.nodes.end());
   for (const ir::Node* n : m.nodes)

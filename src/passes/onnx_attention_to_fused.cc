@@ -9,7 +9,8 @@
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
 //             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
 //             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
-//             (ONNX's default 1 / sqrt(head size) written out), softcap and causal. With a
+//             (ONNX's default 1 / sqrt(head size) written out), softcap, causal and
+//             empty_rows_zero (ONNX gives zeros where a row sees no key). With a
 //             cache: present_key = Concat(past_key, K) and present_value likewise on the
 //             sequence axis, and the fused node reads them.
 //   Why:      the fused kernel tiles the scores in registers and threads over heads; the
@@ -132,6 +133,8 @@ void rewrite(ir::Graph& g, const Match& m) {
   fused->attributes["scale"] = float_attr("scale", m.scale);
   if (m.softcap > 0) fused->attributes["softcap"] = float_attr("softcap", m.softcap);
   fused->attributes["causal"] = int_attr("causal", m.causal);
+  // ONNX: a query row whose every key is masked gives zeros.
+  fused->attributes["empty_rows_zero"] = int_attr("empty_rows_zero", 1);
   import_peregrine_domain(g);
   for (size_t o = m.cache ? 3 : 1; o < n.outputs.size(); ++o)
     if (!n.outputs[o].empty()) g.values.erase(n.outputs[o]);

@@ -2,10 +2,11 @@
 // unoptimized graph, and negative cases that must be left alone.
 #include <functional>
 
+#include "backends/cpu/cpu_backend.h"
+#include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
-#include "graph_builder.h"
 
 namespace peregrine::testing {
 namespace {
@@ -441,6 +442,48 @@ TEST(AttentionFusion, CoreOnly) {
   ir::Graph g = optimize_and_compare(attention_graph(false), {"attention_fusion"}, 1e-5);
   EXPECT_EQ(count_op(g, "Attention"), 1);
   EXPECT_EQ(count_op(g, "Transpose"), 3);
+}
+
+// torch's export of scaled_dot_product_attention with a mask: Q and K^T each scaled by the
+// square root of the scale, the mask added, and rows that saw no key (here query row 1, all
+// -inf) zeroed after the softmax by Where(IsNaN(P), zero, P).
+BuildFn torch_sdpa_graph(float guard_value) {
+  return [=] {
+    GraphBuilder b;
+    const int64_t B = 2, H = 3, S = 6, D = 4;
+    auto q = b.input("q", {B, H, S, D});
+    auto kt = b.input("kt", {B, H, D, S});
+    auto v = b.input("v", {B, H, S, D});
+    Tensor mask = Tensor::zeros(DType::kFloat32, {S, S});
+    for (int64_t j = 0; j < S; ++j) mask.data<float>()[S + j] = -INFINITY;
+    mask.data<float>()[3 * S + 4] = -INFINITY;
+    auto scores = b.op("MatMul", {b.op("Mul", {q, b.scalar("root_q", 0.7f)}),
+                                  b.op("Mul", {kt, b.scalar("root_k", 0.7f)})});
+    auto& sm = b.node("Softmax", {b.op("Add", {scores, b.constant("mask", mask)})});
+    sm.attributes["axis"] = int_attr("axis", -1);
+    auto p = sm.outputs[0];
+    auto guarded = b.op("Where", {b.op("IsNaN", {p}), b.scalar("zero", guard_value), p});
+    b.output(b.op("MatMul", {guarded, v}));
+    return b.build();
+  };
+}
+
+TEST(AttentionFusion, TorchScaledOperandsAndNanGuard) {
+  ir::Graph g = optimize_and_compare(torch_sdpa_graph(0.0f), {"attention_fusion"}, 1e-5);
+  ASSERT_EQ(count_op(g, "Attention"), 1);
+  EXPECT_EQ(
+      count_op(g, "IsNaN") + count_op(g, "Where") + count_op(g, "Mul") + count_op(g, "Softmax"), 0);
+  const ir::Node& a = *g.nodes[0];
+  EXPECT_EQ(a.attribute("empty_rows_zero")->i, 1);
+  EXPECT_NEAR(a.attribute("scale")->f, 0.49f, 1e-6);
+  // The fused kernel on the CPU backend gives the zero row too.
+  expect_close(run_graph_on(cpu_backend(), g), run_graph(torch_sdpa_graph(0.0f)()), 1e-5);
+}
+
+TEST(AttentionFusion, LeavesAGuardThatIsNotZero) {
+  ir::Graph g = optimize_and_compare(torch_sdpa_graph(1.0f), {"attention_fusion"}, 1e-5);
+  EXPECT_EQ(count_op(g, "Attention"), 0);
+  EXPECT_EQ(count_op(g, "Softmax"), 1);
 }
 
 // --- rms_norm_fusion -------------------------------------------------------

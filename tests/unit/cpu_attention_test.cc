@@ -359,6 +359,23 @@ TEST(CpuAttention, SoftcapMatchesReference) {
     }
 }
 
+// empty_rows_zero: a query row whose every key is masked gives zeros, not NaN.
+TEST(CpuAttention, EmptyRowsGiveZerosWhenAsked) {
+  const Shape x{1, 2, 37, 16};
+  Tensor mask = random_tensor({37, 37}, 4, -3, 0);
+  for (int64_t j = 0; j < 37; ++j) mask.data<float>()[5 * 37 + j] = -INFINITY;
+  std::vector<std::pair<std::string, Tensor>> inputs = {{"Q", random_tensor(x, 1)},
+                                                        {"K", random_tensor(x, 2)},
+                                                        {"V", random_tensor(x, 3)},
+                                                        {"M", mask}};
+  AttentionGraph g(inputs, {float_attr("scale", 0.25f), int_attr("empty_rows_zero", 1)});
+  compare_backends(g);
+  std::string kernel;
+  const Tensor got = g.run(cpu_backend(), 1, &kernel);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t c = 0; c < 16; ++c) EXPECT_EQ(got.data<float>()[(h * 37 + 5) * 16 + c], 0.0f);
+}
+
 TEST(CpuAttention, EmptyTensorsMatchReference) {
   AttentionGraph g({{"Q", random_tensor({1, 0, 8}, 1)},
                     {"K", random_tensor({1, 5, 8}, 2)},

@@ -189,6 +189,13 @@ Status attention_kernel(KernelContext& ctx) {
     return ctx.error("causal is only implemented for float32");
   }
   PG_ASSIGN_OR_RETURN(Tensor probs, evaluate_tensor(make_eval_node("Softmax"), {&scores}));
+  PG_ASSIGN_OR_RETURN(int64_t empty_rows_zero, ctx.attrs().get_int("empty_rows_zero", 0));
+  if (empty_rows_zero) {  // Where(IsNaN(P), 0, P): a row that saw no key softmaxed to NaN
+    if (probs.dtype() != DType::kFloat32)
+      return ctx.error("empty_rows_zero is only implemented for float32");
+    for (int64_t i = 0; i < probs.numel(); ++i)
+      if (std::isnan(probs.data<float>()[i])) probs.data<float>()[i] = 0.0f;
+  }
   PG_ASSIGN_OR_RETURN(Tensor out, binary("MatMul", probs, v));
   if (heads > 0) {
     PG_ASSIGN_OR_RETURN(out, transpose(out, {0, 2, 1, 3}));

@@ -43,7 +43,8 @@ void f32_attention_tile__scalar(const AttentionTile& t) {
       const float* v = t.v + j * t.v_rs;
       for (int64_t c = 0; c < t.dv; ++c) acc[static_cast<size_t>(c)] += p * v[c];
     }
-    const float inv = 1.0f / l;  // l == 0 (nothing visible): 0 * inf = NaN, as unfused
+    // l == 0 (nothing visible): 0 * inf = NaN, as unfused, or zeros when asked.
+    const float inv = l == 0.0f && t.empty_rows_zero ? 0.0f : 1.0f / l;
     float* out = t.out + r * t.out_rs;
     for (int64_t c = 0; c < t.dv; ++c) out[c] = acc[static_cast<size_t>(c)] * inv;
   }
@@ -134,6 +135,7 @@ void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p,
     tile.key_limit0 = i0 + p.skv - p.sq + 1;
     tile.scale = p.scale;
     tile.softcap = p.softcap;
+    tile.empty_rows_zero = p.empty_rows_zero;
     return tile;
   };
   if (!shared_pack) {
@@ -196,14 +198,15 @@ bool grouped_per_head(const Tensor& q, const Tensor& k, const Tensor& v) {
 class AttentionKernel : public PreparedKernel {
  public:
   AttentionKernel(int64_t heads, int64_t kv_heads, bool k_transposed, float scale, float softcap,
-                  bool causal)
+                  bool causal, bool empty_rows_zero)
       : kernel_(f32_attention_kernel()),
         heads_(heads),
         kv_heads_(kv_heads > 0 ? kv_heads : heads),
         k_transposed_(k_transposed),
         scale_(scale),
         softcap_(softcap),
-        causal_(causal) {}
+        causal_(causal),
+        empty_rows_zero_(empty_rows_zero) {}
 
   std::string name() const override { return std::string("cpu/") + kernel_.name; }
 
@@ -232,6 +235,7 @@ class AttentionKernel : public PreparedKernel {
     const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
     p->scale = scale_;
     p->softcap = softcap_;
+    p->empty_rows_zero = empty_rows_zero_;
     p->causal = causal_;
     SmallShape scores;  // (batch..., Sq, Skv)
     // Grouped-query attention: query head h reads K / V head h / group. The batch dims are then
@@ -391,6 +395,7 @@ class AttentionKernel : public PreparedKernel {
   float scale_;
   float softcap_;
   bool causal_;
+  bool empty_rows_zero_;
 };
 
 }  // namespace
@@ -403,11 +408,12 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_attention(const ir::Node& node
   PG_ASSIGN_OR_RETURN(float scale, attrs.get_float("scale", 1.0f));
   PG_ASSIGN_OR_RETURN(float softcap, attrs.get_float("softcap", 0.0f));
   PG_ASSIGN_OR_RETURN(int64_t causal, attrs.get_int("causal", 0));
+  PG_ASSIGN_OR_RETURN(int64_t empty_rows_zero, attrs.get_int("empty_rows_zero", 0));
   if (heads < 0) return invalid_model(node.describe() + ": num_heads must be >= 0");
   if (kv_heads < 0 || (kv_heads > 0 && (heads == 0 || heads % kv_heads != 0)))
     return invalid_model(node.describe() + ": kv_num_heads must divide num_heads");
   return std::unique_ptr<PreparedKernel>(std::make_unique<AttentionKernel>(
-      heads, kv_heads, k_transposed != 0, scale, softcap, causal != 0));
+      heads, kv_heads, k_transposed != 0, scale, softcap, causal != 0, empty_rows_zero != 0));
 }
 
 }  // namespace peregrine::cpu

@@ -13,7 +13,8 @@
 //
 // Causal: query i (0-based within Sq) sees key j iff j <= i + Skv - Sq (the last query sees
 // every key); key blocks past a tile's last visible key are skipped. A row that sees no key at
-// all (only when Skv < Sq, or a mask of -inf everywhere) gives NaN, as the unfused graph does.
+// all (only when Skv < Sq, or a mask of -inf everywhere) gives NaN, as the unfused graph does,
+// or zeros with empty_rows_zero (ONNX Attention's rule, and torch's exported NaN guard).
 #pragma once
 
 #include <cstdint>
@@ -50,9 +51,10 @@ struct AttentionProblem {
   int64_t batch_dims[kAttentionMaxBatchRank] = {};
   int64_t sq = 0, skv = 0, d = 0, dv = 0;
   float scale = 1.0f;
-  float softcap =
-      0.0f;  // > 0: each scaled score s becomes softcap * tanh(s / softcap), then the mask
+  // > 0: each scaled score s becomes softcap * tanh(s / softcap), then the mask is added.
+  float softcap = 0.0f;
   bool causal = false;
+  bool empty_rows_zero = false;  // a row that sees no key gives zeros instead of NaN
   AttentionOperand q, k, v;  // q.cs and v.cs must be 1; k.cs may be anything (K^T given)
   AttentionOperand mask;     // data == nullptr: none; rs / cs may be 0 (broadcast)
   AttentionOperand out;      // written (data cast from const); out.cs must be 1
@@ -79,7 +81,8 @@ struct AttentionTile {
   bool causal;
   int64_t key_limit0;
   float scale;
-  float softcap = 0.0f;  // as AttentionProblem::softcap
+  float softcap = 0.0f;          // as AttentionProblem::softcap
+  bool empty_rows_zero = false;  // as AttentionProblem::empty_rows_zero
   // Keys and values already packed for every key (the pack function below), shared by the
   // query blocks of one batch index; nullptr: the tile packs each key block itself.
   const float* k_packed = nullptr;

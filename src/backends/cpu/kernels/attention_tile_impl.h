@@ -319,7 +319,8 @@ void attention_tile(const AttentionTile& t) {
     pv_accumulate<V>(scores, t.rows, kb, v, dvp, acc, dvp);
   }
   for (int64_t r = 0; r < t.rows; ++r) {
-    const float inv = 1.0f / l[r];  // l == 0 (no visible key): NaN, as the unfused graph
+    // l == 0 (no visible key): NaN, as the unfused graph, or zeros when asked.
+    const float inv = l[r] == 0.0f && t.empty_rows_zero ? 0.0f : 1.0f / l[r];
     const float* a = acc + r * dvp;
     float* out = t.out + r * t.out_rs;
     int64_t c = 0;
