@@ -33,6 +33,7 @@ std::unique_ptr<Pass> make_fuse_activation();
 std::unique_ptr<Pass> make_layer_norm_fusion();
 std::unique_ptr<Pass> make_rms_norm_fusion();
 std::unique_ptr<Pass> make_gelu_fusion();
+std::unique_ptr<Pass> make_fold_constant_adds();
 std::unique_ptr<Pass> make_attention_fusion();
 std::unique_ptr<Pass> make_onnx_attention_to_fused();
 std::unique_ptr<Pass> make_elementwise_chain_fusion();

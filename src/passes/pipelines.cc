@@ -29,6 +29,7 @@ const std::map<std::string, Factory>& factories() {
       {"layer_norm_fusion", make_layer_norm_fusion},
       {"rms_norm_fusion", make_rms_norm_fusion},
       {"gelu_fusion", make_gelu_fusion},
+      {"fold_constant_adds", make_fold_constant_adds},
       {"attention_fusion", make_attention_fusion},
       {"onnx_attention_to_fused", make_onnx_attention_to_fused},
       {"elementwise_chain_fusion", make_elementwise_chain_fusion},
@@ -56,17 +57,19 @@ const std::vector<std::string> kCleanup = {
 };
 
 // Order matters: GELU and attention are matched before their MatMuls are fused with
-// activations; BN folds into Conv before Conv takes an activation; RMS norm after layer norm
+// activations; constant adds fold into one (windowed attention's bias and mask) before attention
+// is matched; BN folds into Conv before Conv takes an activation; RMS norm after layer norm
 // (a layer norm's variance tail is an RMS norm of x - mean); transposes move down elementwise
 // runs once attention has taken its own, so pairs meet and collapse and the runs they split
 // reach fuse_activation and the elementwise chains; elementwise chains last, from what the
 // pattern fusions and fuse_activation left.
 const std::vector<std::string> kFusion = {
-    "conv_batchnorm_folding",    "gelu_fusion",           "layer_norm_fusion",
-    "rms_norm_fusion",           "attention_fusion",      "onnx_attention_to_fused",
-    "move_transposes",
-    "collapse_transpose_chains", "matmul_add_to_gemm",    "matmul_transposed_weight",
-    "fuse_activation",
+    "conv_batchnorm_folding",    "gelu_fusion",
+    "layer_norm_fusion",         "rms_norm_fusion",
+    "fold_constant_adds",        "attention_fusion",
+    "onnx_attention_to_fused",   "move_transposes",
+    "collapse_transpose_chains", "matmul_add_to_gemm",
+    "matmul_transposed_weight",  "fuse_activation",
     "elementwise_chain_fusion",  "dead_code_elimination",
 };
 

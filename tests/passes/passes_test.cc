@@ -486,6 +486,66 @@ TEST(AttentionFusion, LeavesAGuardThatIsNotZero) {
   EXPECT_EQ(count_op(g, "Softmax"), 1);
 }
 
+// --- fold_constant_adds ------------------------------------------------------
+
+// Swin's shifted-window scores: MatMul + bias (1, H, N, N), then through (B, nW, H, N, N) for
+// the window mask (1, nW, 1, N, N) and back; softmax; times V.
+BuildFn shifted_window_graph(bool mask_read_twice) {
+  return [=] {
+    GraphBuilder b;
+    const int64_t B = 2, W = 3, H = 2, N = 5, D = 4;
+    auto q = b.input("q", {B * W, H, N, D});
+    auto kt = b.input("kt", {B * W, H, D, N});
+    auto v = b.input("v", {B * W, H, N, D});
+    auto scores = b.op("Add", {b.op("MatMul", {q, kt}), b.random("bias", {1, H, N, N}, 5)});
+    auto split = b.op("Reshape", {scores, b.ints("split", {B, W, H, N, N})});
+    auto masked = b.op("Add", {split, b.random("window_mask", {1, W, 1, N, N}, 6)});
+    auto merged = b.op("Reshape", {masked, b.ints("merge", {B * W, H, N, N})});
+    auto& sm = b.node("Softmax", {merged});
+    sm.attributes["axis"] = int_attr("axis", -1);
+    b.output(b.op("MatMul", {sm.outputs[0], v}));
+    if (mask_read_twice) b.output(split);
+    return b.build();
+  };
+}
+
+TEST(FoldConstantAdds, ShiftedWindowMaskBecomesOneConstantAndAttentionFuses) {
+  ir::Graph g = optimize_and_compare(shifted_window_graph(false),
+                                     {"fold_constant_adds", "attention_fusion"}, 1e-5);
+  EXPECT_EQ(count_op(g, "Attention"), 1);
+  EXPECT_EQ(count_op(g, "Reshape") + count_op(g, "Add") + count_op(g, "Softmax"), 0);
+}
+
+TEST(FoldConstantAdds, AddChainOfConstants) {
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3, 4});
+    b.output(b.op("Add", {b.random("c2", {3, 1}, 2), b.op("Add", {x, b.random("c1", {4}, 1)})}));
+    return b.build();
+  };
+  ir::Graph g = optimize_and_compare(build, {"fold_constant_adds"}, 1e-6);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0]->op_type, "Add");
+}
+
+TEST(FoldConstantAdds, LeavesWhatItMustNotTouch) {
+  // The split scores are a graph output: the reshapes stay.
+  ir::Graph g = optimize_and_compare(shifted_window_graph(true), {"fold_constant_adds"}, 1e-6);
+  EXPECT_EQ(count_op(g, "Reshape"), 2);
+  // A non-constant addend, and a constant that would grow X's shape.
+  auto build = [] {
+    GraphBuilder b;
+    auto x = b.input("x", {2, 3});
+    auto y = b.input("y", {2, 3});
+    b.output(b.op("Add", {b.op("Add", {x, y}), b.random("c", {2, 3}, 1)}));
+    b.output(
+        b.op("Add", {b.op("Add", {x, b.random("c3", {1}, 2)}), b.random("grow", {4, 2, 3}, 3)}));
+    return b.build();
+  };
+  g = optimize_and_compare(build, {"fold_constant_adds"}, 1e-6);
+  EXPECT_EQ(count_op(g, "Add"), 4);
+}
+
 // --- rms_norm_fusion -------------------------------------------------------
 
 struct RmsForm {
