@@ -3,7 +3,9 @@
 //               out = MatMul(G(Softmax([Add(] [Div|Mul(] MatMul(Q', Kt') [, c)] [, mask)])), V)
 //             where Q' is Q or Mul(Q, cq), Kt' is Kt or Mul(Kt, ck) (torch's export scales both
 //             by the square root of the scale), and G is nothing or torch's guard for rows that
-//             saw no key, Where(IsNaN(P), 0, P);
+//             saw no key, Where(IsNaN(P), 0, P); either MatMul may be the Einsum that writes it
+//             over any batch letters ("...id,...jd->...ij" with K untransposed, and
+//             "...ij,...jd->...id");
 //             and, when present, the head split / merge around it:
 //               Q = Transpose(Reshape(q, (B, S, H, D)), (0, 2, 1, 3)), V likewise,
 //               Kt = Transpose(Reshape(k, (B, S, H, D)), (0, 2, 3, 1)),
@@ -15,6 +17,9 @@
 //   Preconditions: float32; c, cq, ck are scalar constants; every intermediate is read only by
 //             the next node of the pattern and is not a graph output; for the head
 //             form, static shapes and Reshape targets that are constants.
+#include <algorithm>
+#include <cctype>
+
 #include "ops/op_schema.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
@@ -29,6 +34,7 @@ struct Match {
   float scale = 1.0f;
   int64_t num_heads = 0;
   bool empty_rows_zero = false;
+  bool k_transposed = true;  // K given as (..., D, S); false: (..., S, D) (the Einsum form)
   std::string output;
   std::vector<ir::Node*> nodes;
 };
@@ -60,6 +66,43 @@ std::optional<Split> match_split(const ir::Graph& g, const GraphIndex& index, co
       split->dims[2] * split->dims[3] != src->dims[2])
     return std::nullopt;
   return Split{r->inputs[0], split->dims[2], r, t};
+}
+
+// The two products of attention as Einsum: Q K^T over any batch letters with K untransposed
+// ("...id,...jd->...ij"), and P V ("...ij,...jd->...id").
+enum class EinsumForm { kNone, kQueriesTimesKeys, kProbsTimesV };
+EinsumForm einsum_form(const ir::Node* n) {
+  if (!is_op(n, "Einsum") || n->inputs.size() != 2) return EinsumForm::kNone;
+  const ir::Attribute* eq = n->attribute("equation");
+  if (!eq) return EinsumForm::kNone;
+  std::string e;
+  for (char c : eq->s)
+    if (c != ' ') e += c;
+  const size_t comma = e.find(','), arrow = e.find("->");
+  if (comma == std::string::npos || arrow == std::string::npos || arrow < comma)
+    return EinsumForm::kNone;
+  const std::string a = e.substr(0, comma), b = e.substr(comma + 1, arrow - comma - 1),
+                    out = e.substr(arrow + 2);
+  if (a.size() < 2 || a.size() != b.size() || a.size() != out.size()) return EinsumForm::kNone;
+  const size_t r = a.size();
+  const std::string batch = a.substr(0, r - 2);
+  if (b.substr(0, r - 2) != batch || out.substr(0, r - 2) != batch) return EinsumForm::kNone;
+  for (char c : batch)
+    if (!std::isalpha(static_cast<unsigned char>(c)) ||
+        std::count(batch.begin(), batch.end(), c) != 1)
+      return EinsumForm::kNone;
+  const char a0 = a[r - 2], a1 = a[r - 1], b0 = b[r - 2], b1 = b[r - 1], o0 = out[r - 2],
+             o1 = out[r - 1];
+  for (char c : {a0, a1, b0, b1})
+    if (batch.find(c) != std::string::npos || !std::isalpha(static_cast<unsigned char>(c)))
+      return EinsumForm::kNone;
+  // id,jd->ij: i, j, d distinct.
+  if (a1 == b1 && a0 != a1 && b0 != a1 && a0 != b0 && o0 == a0 && o1 == b0)
+    return EinsumForm::kQueriesTimesKeys;
+  // ij,jd->id: i, j, d distinct.
+  if (a1 == b0 && a0 != a1 && b1 != a0 && b1 != a1 && o0 == a0 && o1 == b1)
+    return EinsumForm::kProbsTimesV;
+  return EinsumForm::kNone;
 }
 
 // torch's guard after the softmax, Where(IsNaN(P), 0, P), when P feeds only it: the Where.
@@ -98,7 +141,9 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
     probs = guard->outputs[0];
   }
   ir::Node* pv = index.sole_consumer(probs);
-  if (!is_op(pv, "MatMul") || pv->inputs[0] != probs) return std::nullopt;
+  if (!(is_op(pv, "MatMul") || einsum_form(pv) == EinsumForm::kProbsTimesV) ||
+      pv->inputs[0] != probs)
+    return std::nullopt;
   m.nodes.push_back(pv);
   std::string cur = sm.inputs[0];
   const ir::Node* reader = &sm;  // the pattern node reading `cur`
@@ -108,7 +153,7 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
     // The scores side is the one produced by a scale or the QK MatMul.
     for (int side = 0; side < 2; ++side) {
       ir::Node* q = index.producer(p->inputs[static_cast<size_t>(side)]);
-      if (is_op(q, "Div") || is_op(q, "Mul") || is_op(q, "MatMul")) {
+      if (is_op(q, "Div") || is_op(q, "Mul") || is_op(q, "MatMul") || is_op(q, "Einsum")) {
         mask = p->inputs[static_cast<size_t>(1 - side)];
         cur = p->inputs[static_cast<size_t>(side)];
         break;
@@ -129,7 +174,12 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
     cur = p->inputs[static_cast<size_t>(1 - c_side)];
     p = index.producer(cur);
   }
-  if (!is_op(p, "MatMul") || index.sole_consumer(cur) != reader) return std::nullopt;
+  if (is_op(p, "Einsum") && einsum_form(p) == EinsumForm::kQueriesTimesKeys) {
+    m.k_transposed = false;
+  } else if (!is_op(p, "MatMul")) {
+    return std::nullopt;
+  }
+  if (index.sole_consumer(cur) != reader) return std::nullopt;
   m.nodes.push_back(p);
   // Q and Kt, each possibly scaled by a constant of its own.
   std::string operands[2] = {p->inputs[0], p->inputs[1]};
@@ -195,7 +245,8 @@ void rewrite(ir::Graph& g, const Match& m) {
   a->opset = 1;
   a->attributes["scale"] = float_attr("scale", m.scale);
   a->attributes["num_heads"] = int_attr("num_heads", m.num_heads);
-  if (m.num_heads == 0) a->attributes["k_transposed"] = int_attr("k_transposed", 1);
+  if (m.num_heads == 0)
+    a->attributes["k_transposed"] = int_attr("k_transposed", m.k_transposed ? 1 : 0);
   if (m.empty_rows_zero) a->attributes["empty_rows_zero"] = int_attr("empty_rows_zero", 1);
   import_peregrine_domain(g);
   std::set<const ir::Node*> dead(m.nodes.begin(), m.nodes.end());

@@ -480,6 +480,41 @@ TEST(AttentionFusion, TorchScaledOperandsAndNanGuard) {
   expect_close(run_graph_on(cpu_backend(), g), run_graph(torch_sdpa_graph(0.0f)()), 1e-5);
 }
 
+// MaxViT's attention: both products as Einsum over three batch letters, K untransposed; an
+// equation that is not one of the two forms stays.
+BuildFn einsum_attention_graph(const std::string& qk_equation, Shape k_dims = {2, 3, 2, 5, 4}) {
+  return [=] {
+    GraphBuilder b;
+    auto q = b.input("q", {2, 3, 2, 5, 4});
+    auto k = b.input("k", k_dims);
+    auto v = b.input("v", {2, 3, 2, 5, 6});
+    auto& qk = b.node("Einsum", {b.op("Mul", {q, b.scalar("scale", 0.5f)}), k});
+    qk.attributes["equation"] = string_attr("equation", qk_equation);
+    auto& sm =
+        b.node("Softmax", {b.op("Add", {qk.outputs[0], b.random("bias", {1, 1, 2, 5, 5}, 4)})});
+    sm.attributes["axis"] = int_attr("axis", -1);
+    auto& pv = b.node("Einsum", {sm.outputs[0], v});
+    pv.attributes["equation"] = string_attr("equation", "B G H I J, B G H J D -> B G H I D");
+    b.output(pv.outputs[0]);
+    return b.build();
+  };
+}
+
+TEST(AttentionFusion, EinsumProducts) {
+  ir::Graph g = optimize_and_compare(einsum_attention_graph("B G H I D, B G H J D -> B G H I J"),
+                                     {"attention_fusion"}, 1e-5);
+  ASSERT_EQ(count_op(g, "Attention"), 1);
+  EXPECT_EQ(count_op(g, "Einsum"), 0);
+  EXPECT_EQ(g.nodes[0]->attribute("k_transposed")->i, 0);
+  expect_close(run_graph_on(cpu_backend(), g),
+               run_graph(einsum_attention_graph("B G H I D, B G H J D -> B G H I J")()), 1e-5);
+  // Q times K with d and j swapped in K's term (K already transposed to (.., D, J)) is another
+  // product: left alone.
+  g = optimize_and_compare(einsum_attention_graph("bghid,bghdj->bghij", {2, 3, 2, 4, 5}),
+                           {"attention_fusion"}, 1e-5);
+  EXPECT_EQ(count_op(g, "Attention"), 0);
+}
+
 TEST(AttentionFusion, LeavesAGuardThatIsNotZero) {
   ir::Graph g = optimize_and_compare(torch_sdpa_graph(1.0f), {"attention_fusion"}, 1e-5);
   EXPECT_EQ(count_op(g, "Attention"), 0);
