@@ -2,7 +2,8 @@
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
 //             the fused kernel lacks: past_key / past_value only with 4-D inputs, no
 //             nonpad_kv_seqlen, no sliding window, a KV head count dividing the query head count, a
-//             mask that is absent or float32 whose last axis is the key length, is_causal only
+//             mask that is absent, float32 or bool (made additive by a Where) whose last axis is
+//             the key length, is_causal only
 //             where the query and key lengths are equal (there ONNX's frontier, top-left without a
 //             cache and past the cache with one, is the fused kernel's bottom-right one), and no
 //             reader of qk_matmul_output (nor of present_key / present_value without a cache).
@@ -39,7 +40,8 @@ bool present(const ir::Node& n, size_t input) {
 
 struct Match {
   ir::Node* node;
-  bool cache;  // past_key / past_value given (4-D)
+  bool cache;      // past_key / past_value given (4-D)
+  bool bool_mask;  // attn_mask is bool: true attends
   int64_t num_heads;
   int64_t kv_num_heads;  // 0: as many as num_heads
   float scale;
@@ -89,9 +91,13 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   }
   const int64_t causal = int_or("is_causal", 0);
   if (causal != 0 && (causal != 1 || sq != snew)) return std::nullopt;
+  bool bool_mask = false;
   if (present(n, 3)) {
-    const ir::ValueType* m = float32_type(g, n.inputs[3]);
+    const ir::Value* mv = g.find_value(n.inputs[3]);
+    const ir::ValueType* m =
+        mv && mv->type.dtype == DType::kBool ? &mv->type : float32_type(g, n.inputs[3]);
     if (!m || !m->is_static() || m->rank() < 2 || m->dims.back() != skv) return std::nullopt;
+    bool_mask = m->dtype == DType::kBool;
   }
   float scale = 1.0f / std::sqrt(static_cast<float>(head));
   if (attrs.has("scale")) {
@@ -99,8 +105,8 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     if (!s.is_ok()) return std::nullopt;
     scale = *s;
   }
-  return Match{&n,       cache, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0, scale,
-               *softcap, causal};
+  return Match{&n,    cache,    bool_mask, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0,
+               scale, *softcap, causal};
 }
 
 void rewrite(ir::Graph& g, const Match& m) {
@@ -123,7 +129,20 @@ void rewrite(ir::Graph& g, const Match& m) {
       inputs[i] = out;
     }
   }
-  if (present(n, 3)) inputs.push_back(n.inputs[3]);
+  if (present(n, 3) && m.bool_mask) {
+    // The fused kernel adds a float mask: 0 where the bool mask attends, -inf elsewhere.
+    const std::string mask = fresh_name(g, n.name + "_additive_mask");
+    ir::ValueType t = g.find_value(n.inputs[3])->type;
+    t.dtype = DType::kFloat32;
+    g.value(mask).type = t;
+    const std::string zero = add_initializer(g, n.name + "_attend", Tensor::scalar<float>(0.0f));
+    const std::string masked =
+        add_initializer(g, n.name + "_masked", Tensor::scalar<float>(-INFINITY));
+    add_node(g, "Where", {n.inputs[3], zero, masked}, {mask}, n.name + "_additive_mask");
+    inputs.push_back(mask);
+  } else if (present(n, 3)) {
+    inputs.push_back(n.inputs[3]);
+  }
   ir::Node* fused = add_node(g, "Attention", inputs, {n.outputs[0]}, n.name);
   fused->domain = kPeregrineDomain;
   fused->opset = 1;

@@ -4,6 +4,7 @@
 // unequal lengths, KV heads that do not divide the query heads).
 #include <gtest/gtest.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
@@ -136,6 +137,33 @@ TEST(OnnxAttentionToFused, FusesAttentionWithAKvCache) {
             if (node->op_type == "Attention") EXPECT_EQ(node->domain, "peregrine");
           expect_close(run_graph(g), before, 1e-5);
         }
+}
+
+// A bool attn_mask (true attends) with a query row that attends to nothing: ONNX gives that
+// row zeros, and so must the fused kernel.
+TEST(OnnxAttentionToFused, FusesABoolMask) {
+  GraphBuilder b(23);
+  b.input("q", {1, 2, 4, 8});
+  b.input("k", {1, 2, 6, 8});
+  b.input("v", {1, 2, 6, 8});
+  Tensor mask = Tensor::zeros(DType::kBool, {4, 6});
+  for (int64_t i = 0; i < 24; ++i)
+    mask.data<bool>()[i] = (i * 7) % 3 != 0 && i / 6 != 2;  // row 2: none
+  b.constant("m", mask);
+  b.node("Attention", {"q", "k", "v", "m"}, {"y"});
+  b.output("y");
+  ir::Graph g = b.build();
+  const std::vector<Tensor> before = run_graph(g);
+  passes::PassManager pm;
+  pm.add(passes::make_onnx_attention_to_fused());
+  ASSERT_TRUE(pm.run(g).is_ok());
+  EXPECT_EQ(count_op(g, "Where"), 1);
+  for (const auto& node : g.nodes)
+    if (node->op_type == "Attention") EXPECT_EQ(node->domain, "peregrine");
+  expect_close(run_graph(g), before, 1e-5);
+  expect_close(run_graph_on(cpu_backend(), g), before, 1e-5);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t c = 0; c < 8; ++c) EXPECT_EQ(before[0].data<float>()[(h * 4 + 2) * 8 + c], 0.0f);
 }
 
 TEST(OnnxAttentionToFused, FusesSoftcap) {
