@@ -39,17 +39,27 @@ bool fuses(ir::Graph g) {
   return count_op(g, "Attention") == 1 && g.nodes[0]->domain == "peregrine";
 }
 
+// Runs the pass on g, expects exactly one fused peregrine.Attention, and returns the graph's
+// outputs before the pass (computed on the reference backend) for further checks; the outputs
+// after it must match them.
+std::vector<Tensor> fuse_and_compare(ir::Graph& g) {
+  const std::vector<Tensor> before = run_graph(g);
+  passes::PassManager pm;
+  pm.add(passes::make_onnx_attention_to_fused());
+  EXPECT_TRUE(pm.run(g).is_ok());
+  EXPECT_EQ(count_op(g, "Attention"), 1);
+  for (const auto& node : g.nodes)
+    if (node->op_type == "Attention") EXPECT_EQ(node->domain, "peregrine");
+  expect_close(run_graph(g), before, 1e-5);
+  return before;
+}
+
 TEST(OnnxAttentionToFused, FusesPlainMaskedAndCausalAttention) {
   for (auto [mask, causal] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
     SCOPED_TRACE(std::to_string(mask) + std::to_string(causal));
     ir::Graph g = attention_graph(2, 3, mask, causal, false, 0);
-    const std::vector<Tensor> before = run_graph(g);
-    passes::PassManager pm;
-    pm.add(passes::make_onnx_attention_to_fused());
-    ASSERT_TRUE(pm.run(g).is_ok());
-    ASSERT_EQ(g.nodes.size(), 1u);
-    EXPECT_EQ(g.nodes[0]->domain, "peregrine");
-    expect_close(run_graph(g), before, 1e-5);
+    fuse_and_compare(g);
+    EXPECT_EQ(g.nodes.size(), 1u);
   }
 }
 
@@ -87,13 +97,8 @@ TEST(OnnxAttentionToFused, FusesGroupedQueryAttention) {
         SCOPED_TRACE(std::to_string(three_d) + " kv_heads " + std::to_string(kv_heads) + " mask " +
                      std::to_string(mask));
         ir::Graph g = grouped_graph(three_d, kv_heads, mask);
-        const std::vector<Tensor> before = run_graph(g);
-        passes::PassManager pm;
-        pm.add(passes::make_onnx_attention_to_fused());
-        ASSERT_TRUE(pm.run(g).is_ok());
-        ASSERT_EQ(g.nodes.size(), 1u);
-        EXPECT_EQ(g.nodes[0]->domain, "peregrine");
-        expect_close(run_graph(g), before, 1e-5);
+        fuse_and_compare(g);
+        EXPECT_EQ(g.nodes.size(), 1u);
       }
 }
 
@@ -127,15 +132,8 @@ TEST(OnnxAttentionToFused, FusesAttentionWithAKvCache) {
                        " mask " + std::to_string(mask) + " present " +
                        std::to_string(output_present));
           ir::Graph g = cached_graph(steps, causal, mask, output_present);
-          const std::vector<Tensor> before = run_graph(g);
-          passes::PassManager pm;
-          pm.add(passes::make_onnx_attention_to_fused());
-          ASSERT_TRUE(pm.run(g).is_ok());
+          fuse_and_compare(g);
           EXPECT_EQ(count_op(g, "Concat"), 2);
-          ASSERT_EQ(count_op(g, "Attention"), 1);
-          for (const auto& node : g.nodes)
-            if (node->op_type == "Attention") EXPECT_EQ(node->domain, "peregrine");
-          expect_close(run_graph(g), before, 1e-5);
         }
 }
 
@@ -153,14 +151,8 @@ TEST(OnnxAttentionToFused, FusesABoolMask) {
   b.node("Attention", {"q", "k", "v", "m"}, {"y"});
   b.output("y");
   ir::Graph g = b.build();
-  const std::vector<Tensor> before = run_graph(g);
-  passes::PassManager pm;
-  pm.add(passes::make_onnx_attention_to_fused());
-  ASSERT_TRUE(pm.run(g).is_ok());
+  const std::vector<Tensor> before = fuse_and_compare(g);
   EXPECT_EQ(count_op(g, "Where"), 1);
-  for (const auto& node : g.nodes)
-    if (node->op_type == "Attention") EXPECT_EQ(node->domain, "peregrine");
-  expect_close(run_graph(g), before, 1e-5);
   expect_close(run_graph_on(cpu_backend(), g), before, 1e-5);
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t c = 0; c < 8; ++c) EXPECT_EQ(before[0].data<float>()[(h * 4 + 2) * 8 + c], 0.0f);
@@ -168,13 +160,8 @@ TEST(OnnxAttentionToFused, FusesABoolMask) {
 
 TEST(OnnxAttentionToFused, FusesSoftcap) {
   ir::Graph g = attention_graph(2, 3, true, false, false, 0.5f);
-  const std::vector<Tensor> before = run_graph(g);
-  passes::PassManager pm;
-  pm.add(passes::make_onnx_attention_to_fused());
-  ASSERT_TRUE(pm.run(g).is_ok());
-  ASSERT_EQ(g.nodes.size(), 1u);
-  EXPECT_EQ(g.nodes[0]->domain, "peregrine");
-  expect_close(run_graph(g), before, 1e-5);
+  fuse_and_compare(g);
+  EXPECT_EQ(g.nodes.size(), 1u);
 }
 
 TEST(OnnxAttentionToFused, LeavesWhatTheFusedKernelLacks) {
