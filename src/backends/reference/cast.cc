@@ -153,7 +153,7 @@ Storage<U> store_value(V v, const CastRules& rules) {
   } else if constexpr (std::is_same_v<U, Float16>) {
     return U(static_cast<float>(v));
   } else if constexpr (std::is_floating_point_v<U>) {
-    return static_cast<U>(v);
+    return U(v);  // float or double: rounds to nearest
   } else if constexpr (std::is_floating_point_v<V>) {
     return float_to_integer<U>(v);
   } else {
@@ -206,8 +206,8 @@ std::string float_to_string(T value) {
     if (exponent >= 0) {
       std::string int_part = digits.substr(0, std::min<size_t>(digits.size(), exponent + 1));
       int_part.append(static_cast<size_t>(exponent + 1) - int_part.size(), '0');
-      std::string frac = digits.size() > static_cast<size_t>(exponent + 1)
-                             ? digits.substr(static_cast<size_t>(exponent + 1))
+      std::string frac = digits.size() > static_cast<size_t>(exponent) + 1
+                             ? digits.substr(static_cast<size_t>(exponent) + 1)
                              : "0";
       out = int_part + "." + frac;
     } else {

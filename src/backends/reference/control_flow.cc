@@ -125,6 +125,7 @@ Status scan_once(KernelContext& ctx, const ir::Graph& body, std::vector<Tensor> 
   scanned->assign(body.outputs.size() - n_states, {});
   for (int64_t t = 0; t < length; ++t) {
     std::vector<RuntimeValue> args;
+    args.reserve(states.size() + scan_inputs.size());
     for (const auto& s : states) args.push_back(RuntimeValue::of(s));
     for (size_t k = 0; k < scan_inputs.size(); ++k) {
       int64_t index = in_dirs[k] ? length - 1 - t : t;
