@@ -245,7 +245,8 @@ inline Expected<std::vector<int64_t>> split_sizes(int64_t dim, const std::vector
     if (!uneven_allowed)
       return invalid_model("axis of length " + std::to_string(dim) + " cannot be split into " +
                            std::to_string(num_outputs) + " equal parts");
-    int64_t chunk = (dim + num_outputs - 1) / num_outputs;
+    int64_t chunk =
+        dim / num_outputs + 1;  // ceil: dim is not a multiple here (no dim + n overflow)
     int64_t left = dim;
     for (int64_t i = 0; i < num_outputs; ++i) {
       int64_t s = std::min(chunk, left);

@@ -285,6 +285,15 @@ def cases(root):
     save(f"{root}/clip_bound_dims_overflow", model_of(clip, [helper.make_opsetid("", 13)]))
     yield "clip_bound_dims_overflow", 2, r"node 'clip_0' \(Clip\).*must be a scalar|over the memory budget", []
 
+    # Found by fuzz_pipeline (UBSan): Split into 4 uneven parts of an axis of 2^63 - 1 rounded
+    # the part size up by adding 3 to the length, which overflowed.
+    split = tiny_graph(
+        nodes=[helper.make_node("Split", ["x"], ["a", "b", "c", "d"], name="split_0", num_outputs=4)],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**63 - 1, 2])],
+        outputs=[helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in "abcd"])
+    save(f"{root}/split_huge_axis", model_of(split, [helper.make_opsetid("", 18)]))
+    yield "split_huge_axis", 2, r"over the memory budget", []
+
     # Found by fuzz_pipeline (ASan): an opset-8 Scan whose state lacks the batch dim its scan
     # input has (the kernel sliced past the state), and one whose scan input has no sequence
     # axis (UBSan: a dim of a rank-0 slice).
