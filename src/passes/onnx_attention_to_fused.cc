@@ -1,12 +1,12 @@
 // onnx_attention_to_fused
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
 //             the fused kernel lacks: past_key / past_value only with 4-D inputs, no
-//             nonpad_kv_seqlen, no sliding window, a KV head count dividing the query head count, a
-//             mask that is absent, float32 or bool (made additive by a Where) whose last axis is
-//             the key length, is_causal only
-//             where the query and key lengths are equal (there ONNX's frontier, top-left without a
-//             cache and past the cache with one, is the fused kernel's bottom-right one), and no
-//             reader of qk_matmul_output (nor of present_key / present_value without a cache).
+//             nonpad_kv_seqlen, no sliding window, a KV head count dividing the query head
+//             count, a mask that is absent, float32 or bool (made additive by a Where) whose
+//             last axis is the key length, is_causal only where the query and new key lengths
+//             are equal (there ONNX's frontier, top-left without a cache and past the cache with
+//             one, is the fused kernel's bottom-right one), and no reader of qk_matmul_output
+//             (nor of present_key / present_value without a cache).
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
 //             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
 //             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
