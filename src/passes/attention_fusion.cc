@@ -216,6 +216,7 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
 
 // Widens a core match to take (B, S, H*D) inputs and produce the merged output.
 void try_absorb_heads(const ir::Graph& g, const GraphIndex& index, Match* m) {
+  if (!m->k_transposed) return;  // the head form takes K as the plain (B, S, H*D) input
   auto q = match_split(g, index, m->inputs[0], {0, 2, 1, 3});
   auto k = match_split(g, index, m->inputs[1], {0, 2, 3, 1});
   auto v = match_split(g, index, m->inputs[2], {0, 2, 1, 3});
