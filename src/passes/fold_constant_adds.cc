@@ -22,7 +22,7 @@ namespace peregrine::passes {
 
 namespace {
 
-constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;  // 16 MiB of float32
 
 struct Match {
   std::string x;
