@@ -1,19 +1,19 @@
 // onnx_attention_to_fused
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
-//             the fused kernel lacks: past_key / past_value only with 4-D inputs, no
-//             nonpad_kv_seqlen, no sliding window, a KV head count dividing the query head
-//             count, a mask that is absent, float32 or bool (made additive by a Where) whose
-//             last axis is the key length, is_causal only where the query and new key lengths
-//             are equal (there ONNX's frontier, top-left without a cache and past the cache with
-//             one, is the fused kernel's bottom-right one), and no reader of qk_matmul_output
-//             (nor of present_key / present_value without a cache).
+//             the fused kernel lacks: no nonpad_kv_seqlen, no sliding window, a KV head count
+//             dividing the query head count, a mask that is absent, float32 or bool (made additive
+//             by a Where) whose last axis is the key length, is_causal only where the query and new
+//             key lengths are equal (there ONNX's frontier, top-left without a cache and past the
+//             cache with one, is the fused kernel's bottom-right one), and no reader of
+//             qk_matmul_output (nor of present_key / present_value without a cache).
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
 //             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
 //             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
 //             (ONNX's default 1 / sqrt(head size) written out), softcap, causal and
 //             empty_rows_zero (ONNX gives zeros where a row sees no key). With a
 //             cache: present_key = Concat(past_key, K) and present_value likewise on the
-//             sequence axis, and the fused node reads them.
+//             sequence axis, and the fused node reads them; 3-D inputs are then split into
+//             heads (Reshape + Transpose) for the per-head form and the output merged back.
 //   Why:      the fused kernel tiles the scores in registers and threads over heads; the
 //             reference kernel of ONNX Attention is a plain loop nest.
 #include <cmath>
@@ -81,11 +81,15 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     // (B, Hkv, P, D) caches in front of 4-D K / V: the keys are the P cached and the new ones.
     const ir::ValueType* pk = float32_type(g, n.inputs[4]);
     const ir::ValueType* pv = float32_type(g, n.inputs[5]);
-    if (three_d || !pk || !pv || !pk->is_static() || !pv->is_static() || pk->rank() != 4 ||
-        pv->rank() != 4)
+    if (!pk || !pv || !pk->is_static() || !pv->is_static() || pk->rank() != 4 || pv->rank() != 4)
       return std::nullopt;
-    for (int d : {0, 1, 3})
-      if (pk->dims[d] != k->dims[d] || pv->dims[d] != v->dims[d]) return std::nullopt;
+    // 4-D K / V: (B, Hkv, S, D); 3-D: (B, S, Hkv * D).
+    const int64_t dk = three_d ? k->dims[2] / hkv : k->dims[3],
+                  dv = three_d ? v->dims[2] / hkv : v->dims[3];
+    if (three_d && v->dims[2] % hkv != 0) return std::nullopt;
+    if (pk->dims[0] != k->dims[0] || pk->dims[1] != hkv || pk->dims[3] != dk ||
+        pv->dims[0] != v->dims[0] || pv->dims[1] != hkv || pv->dims[3] != dv)
+      return std::nullopt;
     if (pk->dims[2] != pv->dims[2]) return std::nullopt;
     skv += pk->dims[2];
   }
@@ -109,9 +113,33 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
                scale, *softcap, causal};
 }
 
+// x (B, S, H * width) as (B, H, S, width): Reshape, then Transpose (0, 2, 1, 3).
+std::string split_heads(ir::Graph& g, const std::string& x, int64_t heads,
+                        const std::string& base) {
+  const ir::ValueType& t = g.find_value(x)->type;
+  const int64_t b = t.dims[0], s = t.dims[1], width = t.dims[2] / heads;
+  const std::string shape =
+      add_initializer(g, base + "_shape", Tensor::from_vector<int64_t>({b, s, heads, width}, {4}));
+  const std::string r = fresh_name(g, base + "_split");
+  g.value(r).type = ir::ValueType::tensor(DType::kFloat32, {b, s, heads, width});
+  add_node(g, "Reshape", {x, shape}, {r}, r);
+  const std::string out = fresh_name(g, base + "_heads");
+  g.value(out).type = ir::ValueType::tensor(DType::kFloat32, {b, heads, s, width});
+  add_node(g, "Transpose", {r}, {out}, out)->attributes["perm"] = ints_attr("perm", {0, 2, 1, 3});
+  return out;
+}
+
 void rewrite(ir::Graph& g, const Match& m) {
   ir::Node& n = *m.node;
   std::vector<std::string> inputs(n.inputs.begin(), n.inputs.begin() + 3);
+  // 3-D inputs with a cache: the per-head form, heads split here and merged after.
+  const bool split = m.cache && m.num_heads > 0;
+  const int64_t kv_heads = m.kv_num_heads > 0 ? m.kv_num_heads : m.num_heads;
+  if (split) {
+    inputs[0] = split_heads(g, inputs[0], m.num_heads, n.name + "_q");
+    inputs[1] = split_heads(g, inputs[1], kv_heads, n.name + "_k");
+    inputs[2] = split_heads(g, inputs[2], kv_heads, n.name + "_v");
+  }
   if (m.cache) {
     // The present caches, under the node's output names when it has them.
     for (size_t i : {1, 2}) {
@@ -143,11 +171,24 @@ void rewrite(ir::Graph& g, const Match& m) {
   } else if (present(n, 3)) {
     inputs.push_back(n.inputs[3]);
   }
-  ir::Node* fused = add_node(g, "Attention", inputs, {n.outputs[0]}, n.name);
+  std::string y = n.outputs[0];
+  if (split) {  // (B, H, Sq, Dv) from the fused node, merged back to (B, Sq, H * Dv)
+    const ir::ValueType& out = g.find_value(n.outputs[0])->type;
+    const int64_t b = out.dims[0], sq = out.dims[1], dv = out.dims[2] / m.num_heads;
+    y = fresh_name(g, n.name + "_heads_out");
+    g.value(y).type = ir::ValueType::tensor(DType::kFloat32, {b, m.num_heads, sq, dv});
+    const std::string t = fresh_name(g, n.name + "_merge");
+    g.value(t).type = ir::ValueType::tensor(DType::kFloat32, {b, sq, m.num_heads, dv});
+    add_node(g, "Transpose", {y}, {t}, t)->attributes["perm"] = ints_attr("perm", {0, 2, 1, 3});
+    const std::string shape = add_initializer(
+        g, n.name + "_merged_shape", Tensor::from_vector<int64_t>({b, sq, m.num_heads * dv}, {3}));
+    add_node(g, "Reshape", {t, shape}, {n.outputs[0]}, n.name + "_merged");
+  }
+  ir::Node* fused = add_node(g, "Attention", inputs, {y}, n.name);
   fused->domain = kPeregrineDomain;
   fused->opset = 1;
-  fused->attributes["num_heads"] = int_attr("num_heads", m.num_heads);
-  if (m.kv_num_heads > 0)
+  fused->attributes["num_heads"] = int_attr("num_heads", split ? 0 : m.num_heads);
+  if (m.kv_num_heads > 0 && !split)
     fused->attributes["kv_num_heads"] = int_attr("kv_num_heads", m.kv_num_heads);
   fused->attributes["scale"] = float_attr("scale", m.scale);
   if (m.softcap > 0) fused->attributes["softcap"] = float_attr("softcap", m.softcap);

@@ -104,17 +104,28 @@ TEST(OnnxAttentionToFused, FusesGroupedQueryAttention) {
 
 // A decode step: 4-D Q / K / V of `steps` new tokens after a cache of 9, grouped heads, the
 // present caches as graph outputs (or not read), a mask over all 9 + steps keys.
-ir::Graph cached_graph(int64_t steps, bool causal, bool mask, bool output_present) {
+ir::Graph cached_graph(int64_t steps, bool causal, bool mask, bool output_present,
+                       bool three_d = false) {
   GraphBuilder b(23);
-  b.input("q", {2, 4, steps, 8});
-  b.input("k", {2, 2, steps, 8});
-  b.input("v", {2, 2, steps, 6});
+  if (three_d) {
+    b.input("q", {2, steps, 4 * 8});
+    b.input("k", {2, steps, 2 * 8});
+    b.input("v", {2, steps, 2 * 6});
+  } else {
+    b.input("q", {2, 4, steps, 8});
+    b.input("k", {2, 2, steps, 8});
+    b.input("v", {2, 2, steps, 6});
+  }
   b.input("pk", {2, 2, 9, 8});
   b.input("pv", {2, 2, 9, 6});
   if (mask) b.random("m", {steps, 9 + steps}, 9);
   ir::Node& n = b.node("Attention", {"q", "k", "v", mask ? "m" : "", "pk", "pv"},
                        {"y", output_present ? "present_k" : "", output_present ? "present_v" : ""});
   if (causal) n.attributes["is_causal"] = int_attr("is_causal", 1);
+  if (three_d) {
+    n.attributes["q_num_heads"] = int_attr("q_num_heads", 4);
+    n.attributes["kv_num_heads"] = int_attr("kv_num_heads", 2);
+  }
   b.output("y");
   if (output_present) {
     b.output("present_k");
@@ -124,17 +135,18 @@ ir::Graph cached_graph(int64_t steps, bool causal, bool mask, bool output_presen
 }
 
 TEST(OnnxAttentionToFused, FusesAttentionWithAKvCache) {
-  for (int64_t steps : {1, 3})
-    for (bool causal : {false, true})
-      for (bool mask : {false, true})
-        for (bool output_present : {false, true}) {
-          SCOPED_TRACE("steps " + std::to_string(steps) + " causal " + std::to_string(causal) +
-                       " mask " + std::to_string(mask) + " present " +
-                       std::to_string(output_present));
-          ir::Graph g = cached_graph(steps, causal, mask, output_present);
-          fuse_and_compare(g);
-          EXPECT_EQ(count_op(g, "Concat"), 2);
-        }
+  for (bool three_d : {false, true})
+    for (int64_t steps : {1, 3})
+      for (bool causal : {false, true})
+        for (bool mask : {false, true})
+          for (bool output_present : {false, true}) {
+            SCOPED_TRACE("3-D " + std::to_string(three_d) + " steps " + std::to_string(steps) +
+                         " causal " + std::to_string(causal) + " mask " + std::to_string(mask) +
+                         " present " + std::to_string(output_present));
+            ir::Graph g = cached_graph(steps, causal, mask, output_present, three_d);
+            fuse_and_compare(g);
+            EXPECT_EQ(count_op(g, "Concat"), 2);
+          }
 }
 
 // A bool attn_mask (true attends) with a query row that attends to nothing: ONNX gives that
