@@ -1,25 +1,27 @@
 // onnx_attention_to_fused
 //   Matches:  ONNX Attention (opsets 23-25) on float32 Q, K, V with static shapes and nothing
-//             the fused kernel lacks: no nonpad_kv_seqlen, no sliding window, a KV head count
-//             dividing the query head count, a mask that is absent, float32 or bool (made additive
-//             by a Where) whose last axis is the key length, is_causal only where the query and new
-//             key lengths are equal (there ONNX's frontier, top-left without a cache and past the
-//             cache with one, is the fused kernel's bottom-right one), and no reader of
-//             qk_matmul_output (nor of present_key / present_value without a cache).
+//             the fused kernel lacks: no nonpad_kv_seqlen, a KV head count dividing the query
+//             head count, a mask that is absent, float32 or bool (made additive by a Where)
+//             whose last axis is the key length, and no reader of qk_matmul_output (nor of
+//             present_key / present_value without a cache).
 //   Produces: peregrine.Attention(Q, K, V, mask?) with num_heads = q_num_heads for 3-D inputs
 //             (0 for 4-D, already per head), kv_num_heads where 3-D K / V have fewer heads
 //             (grouped-query attention; 4-D K / V carry their head count in dim 1), scale
-//             (ONNX's default 1 / sqrt(head size) written out), softcap, causal and
-//             empty_rows_zero (ONNX gives zeros where a row sees no key). With a
-//             cache: present_key = Concat(past_key, K) and present_value likewise on the
-//             sequence axis, and the fused node reads them; 3-D inputs are then split into
-//             heads (Reshape + Transpose) for the per-head form and the output merged back.
+//             (ONNX's default 1 / sqrt(head size) written out), softcap, causal (the kernel's
+//             frontier is ONNX's where the query and new key lengths are equal) and
+//             empty_rows_zero (ONNX gives zeros where a row sees no key). A sliding window, and
+//             a causal frontier where those lengths differ, become a constant (Sq, keys) mask
+//             of 0 / -inf (at most 2^22 elements), added to the node's own mask. With a cache:
+//             present_key = Concat(past_key, K) and present_value likewise on the sequence
+//             axis, and the fused node reads them; 3-D inputs are then split into heads
+//             (Reshape + Transpose) for the per-head form and the output merged back.
 //   Why:      the fused kernel tiles the scores in registers and threads over heads; the
 //             reference kernel of ONNX Attention is a plain loop nest.
 #include <cmath>
 #include <limits>
 
 #include "ir/attributes.h"
+#include "ops/infer_helpers.h"
 #include "ops/op_schema.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
@@ -28,6 +30,9 @@
 namespace peregrine::passes {
 
 namespace {
+
+// The largest (Sq, keys) constant mask a sliding window or an unaligned causal frontier becomes.
+constexpr int64_t kMaxConstantMaskElements = int64_t{1} << 22;
 
 bool unused(const GraphIndex& index, const ir::Node& n, size_t output) {
   return output >= n.outputs.size() || n.outputs[output].empty() ||
@@ -42,6 +47,8 @@ struct Match {
   ir::Node* node;
   bool cache;      // past_key / past_value given (4-D)
   bool bool_mask;  // attn_mask is bool: true attends
+  int64_t left_window, right_window;  // -1: unbounded
+  int64_t sq, keys, past;             // query length, keys (past + new), cached keys
   int64_t num_heads;
   int64_t kv_num_heads;  // 0: as many as num_heads
   float scale;
@@ -66,7 +73,8 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   };
   auto softcap = attrs.get_float("softcap", 0.0f);
   if (!softcap.is_ok() || *softcap < 0.0f) return std::nullopt;
-  if (int_or("left_window_size", -1) != -1 || int_or("right_window_size", -1) != -1) return std::nullopt;
+  const int64_t left = int_or("left_window_size", -1), right = int_or("right_window_size", -1);
+  if (left < -1 || right < -1) return std::nullopt;
   const bool three_d = q->rank() == 3;
   if (q->rank() != k->rank() || q->rank() != v->rank() || (q->rank() != 3 && q->rank() != 4))
     return std::nullopt;
@@ -94,7 +102,11 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     skv += pk->dims[2];
   }
   const int64_t causal = int_or("is_causal", 0);
-  if (causal != 0 && (causal != 1 || sq != snew)) return std::nullopt;
+  if (causal != 0 && causal != 1) return std::nullopt;
+  // The kernel's causal frontier is ONNX's where the query and new key lengths match; else, and
+  // with a sliding window, the frontier goes into a constant (Sq, keys) mask.
+  const bool constant_mask = left >= 0 || right >= 0 || (causal && sq != snew);
+  if (constant_mask && sq * skv > kMaxConstantMaskElements) return std::nullopt;
   bool bool_mask = false;
   if (present(n, 3)) {
     const ir::Value* mv = g.find_value(n.inputs[3]);
@@ -109,8 +121,19 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
     if (!s.is_ok()) return std::nullopt;
     scale = *s;
   }
-  return Match{&n,    cache,    bool_mask, three_d ? hq : 0, three_d && hkv != hq ? hkv : 0,
-               scale, *softcap, causal};
+  return Match{&n,
+               cache,
+               bool_mask,
+               left,
+               right,
+               sq,
+               skv,
+               skv - snew,
+               three_d ? hq : 0,
+               three_d && hkv != hq ? hkv : 0,
+               scale,
+               *softcap,
+               causal};
 }
 
 // x (B, S, H * width) as (B, H, S, width): Reshape, then Transpose (0, 2, 1, 3).
@@ -171,6 +194,30 @@ void rewrite(ir::Graph& g, const Match& m) {
   } else if (present(n, 3)) {
     inputs.push_back(n.inputs[3]);
   }
+  const bool constant_mask =
+      m.left_window >= 0 || m.right_window >= 0 || (m.causal && m.sq != m.keys - m.past);
+  if (constant_mask) {
+    // Query i sees key j within the window around i + past, and causally j <= i + past (ONNX's
+    // frontiers, top-left aligned past the cache).
+    Tensor window = Tensor::zeros(DType::kFloat32, {m.sq, m.keys});
+    for (int64_t i = 0; i < m.sq; ++i)
+      for (int64_t j = 0; j < m.keys; ++j) {
+        const int64_t diff = i + m.past - j;
+        if ((m.left_window >= 0 && diff > m.left_window) ||
+            (m.right_window >= 0 && -diff > m.right_window) || (m.causal && diff < 0))
+          window.data<float>()[i * m.keys + j] = -INFINITY;
+      }
+    const std::string w = add_initializer(g, n.name + "_window", std::move(window));
+    if (inputs.size() > 3) {
+      const std::string sum = fresh_name(g, n.name + "_windowed_mask");
+      auto dims = broadcast_shapes(g.find_value(inputs[3])->type.dims, {m.sq, m.keys});
+      g.value(sum).type = ir::ValueType::tensor(DType::kFloat32, dims.is_ok() ? *dims : Shape{});
+      add_node(g, "Add", {inputs[3], w}, {sum}, sum);
+      inputs[3] = sum;
+    } else {
+      inputs.push_back(w);
+    }
+  }
   std::string y = n.outputs[0];
   if (split) {  // (B, H, Sq, Dv) from the fused node, merged back to (B, Sq, H * Dv)
     const ir::ValueType& out = g.find_value(n.outputs[0])->type;
@@ -192,7 +239,7 @@ void rewrite(ir::Graph& g, const Match& m) {
     fused->attributes["kv_num_heads"] = int_attr("kv_num_heads", m.kv_num_heads);
   fused->attributes["scale"] = float_attr("scale", m.scale);
   if (m.softcap > 0) fused->attributes["softcap"] = float_attr("softcap", m.softcap);
-  fused->attributes["causal"] = int_attr("causal", m.causal);
+  fused->attributes["causal"] = int_attr("causal", constant_mask ? 0 : m.causal);
   // ONNX: a query row whose every key is masked gives zeros.
   fused->attributes["empty_rows_zero"] = int_attr("empty_rows_zero", 1);
   import_peregrine_domain(g);

@@ -176,10 +176,32 @@ TEST(OnnxAttentionToFused, FusesSoftcap) {
   EXPECT_EQ(g.nodes.size(), 1u);
 }
 
+// Frontiers the fused kernel's causal flag does not express: a causal mask at query length 3
+// over 5 keys (ONNX aligns it top-left), sliding windows to the left and right, with and without
+// the node's own mask: a constant mask, and the flag off.
+TEST(OnnxAttentionToFused, FusesWindowsAndUnalignedCausalAsAConstantMask) {
+  struct Case {
+    bool causal, mask;
+    int64_t left, right;
+  };
+  for (const Case& c : {Case{true, false, -1, -1}, Case{true, true, 1, -1}, Case{false, true, 0, 2},
+                        Case{false, false, -1, 1}}) {
+    SCOPED_TRACE(std::to_string(c.causal) + std::to_string(c.mask) + " " + std::to_string(c.left) +
+                 " " + std::to_string(c.right));
+    ir::Graph g = attention_graph(2, 5, c.mask, c.causal, false, 0);
+    for (auto& n : g.nodes) {
+      if (c.left >= 0) n->attributes["left_window_size"] = int_attr("left_window_size", c.left);
+      if (c.right >= 0) n->attributes["right_window_size"] = int_attr("right_window_size", c.right);
+    }
+    fuse_and_compare(g);
+    for (const auto& n : g.nodes)
+      if (n->op_type == "Attention") EXPECT_EQ(n->attribute("causal")->i, 0);
+  }
+}
+
 TEST(OnnxAttentionToFused, LeavesWhatTheFusedKernelLacks) {
   EXPECT_FALSE(fuses(grouped_graph(true, 4, false)));  // 4 KV heads for 6 query heads
   EXPECT_FALSE(fuses(attention_graph(2, 3, false, false, true, 0)));   // present_key is read
-  EXPECT_FALSE(fuses(attention_graph(2, 5, false, true, false, 0)));   // causal, lengths 3 vs 5
   EXPECT_TRUE(fuses(attention_graph(2, 5, true, false, false, 0)));    // cross-attention
 }
 
