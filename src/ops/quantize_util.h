@@ -83,8 +83,9 @@ inline Expected<ConvGeometry> conv_geometry(const ir::AttrView& attrs, const Sha
     if (k < 1 || s < 1 || d < 1) return invalid_model("kernel, strides and dilations must be >= 1");
     if (w[i + 2] >= 0 && w[i + 2] != k) return invalid_model("kernel_shape does not match 'w'");
     if (pads[i] < 0 || pads[i + spatial] < 0) return invalid_model("pads must be >= 0");
-    auto span = checked_add(checked_mul(d, k - 1).value_or(INT64_MAX / 2), 1);
-    if (!span) return invalid_model("kernel extent overflows");
+    const auto extent = checked_mul(d, k - 1);
+    const auto span = extent ? checked_add(*extent, 1) : std::nullopt;
+    if (!span) return invalid_model("kernel extent (dilations x (kernel - 1) + 1) overflows");
     if (in < 0) {
       g.output.push_back(-1);
       continue;

@@ -367,6 +367,19 @@ void check_qgemm(const QGemmCase& q) {
   }
 }
 
+// Found by fuzz_pipeline (UBSan): ConvInteger with a zero batch and pads of 5.5e18 has an empty
+// output whose spatial dims' product overflows; the reference kernel has nothing to compute.
+TEST(ReferenceConvInteger, EmptyOutputWithHugeDimsRuns) {
+  std::vector<std::pair<std::string, Tensor>> inputs = {
+      {"X", Tensor::zeros(DType::kUInt8, {0, 1, 3, 3})},
+      {"W", Tensor::zeros(DType::kUInt8, {4, 1, 2, 2})}};
+  OneNodeGraph g("ConvInteger", inputs, {false, true},
+                 {ints_attr("pads", {int64_t{5495223972890017733}, 1, 1, 1})}, "", 10);
+  const Tensor y = g.run(reference_backend(), 1, nullptr);
+  EXPECT_EQ(y.numel(), 0);
+  EXPECT_EQ(y.dim(2), int64_t{5495223972890017733} + 1 + 3 - 2 + 1);
+}
+
 TEST(CpuQGemm, MatchesReference) {
   check_qgemm({{7, 13}, 9, false, true, true, false});
   check_qgemm({{33, 64}, 35, true, false, true, true});

@@ -11,6 +11,7 @@
 #include "backends/reference/evaluate.h"
 #include "backends/reference/kernel_helpers.h"
 #include "backends/reference/kernel_list.h"
+#include "core/checked_math.h"
 #include "core/narrow_float.h"
 #include "ops/infer_helpers.h"
 #include "ops/quantize_util.h"
@@ -338,6 +339,10 @@ void integer_conv(const std::vector<int32_t>& x, const Shape& x_shape,
   const int64_t group_in = in_channels / g.group, group_out = out_channels / g.group;
   Shape in_dims(x_shape.begin() + 2, x_shape.end());
   Shape out_dims(g.output.begin() + 2, g.output.end());
+  // An empty output may still have dims whose product overflows (a zero batch next to a huge
+  // padded map): nothing to compute.
+  const std::optional<int64_t> out_count = checked_product(out_dims);
+  if (batch == 0 || out_channels == 0 || !out_count || *out_count == 0) return;
   int64_t in_size = 1, out_size = 1, kernel_size = 1;
   for (size_t d = 0; d < spatial; ++d) {
     in_size *= in_dims[d];
@@ -363,7 +368,10 @@ void integer_conv(const std::vector<int32_t>& x, const Shape& x_shape,
             int64_t kd = rest % g.kernel[d];
             rest /= g.kernel[d];
             int64_t pos = out_pos[d] * g.strides[d] - g.pads_begin[d] + kd * g.dilations[d];
-            if (pos < 0 || pos >= in_dims[d]) inside = false;
+            if (pos < 0 || pos >= in_dims[d]) {  // a tap in the padding (its offset may not fit)
+              inside = false;
+              break;
+            }
             offset += pos * in_strides[d];
           }
           if (!inside) continue;
