@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <cmath>
 #include <complex>
 #include <cstdlib>
 #include <cstring>
@@ -133,7 +134,15 @@ int64_t Tensor::get_as_int64(int64_t i) const {
     case DType::kInt64: return data<int64_t>()[i];
     case DType::kInt32: return data<int32_t>()[i];
     case DType::kUInt64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    default: return static_cast<int64_t>(get_as_double(i));
+    default: {
+      // Truncated toward zero; NaN gives 0 and values past int64 saturate (a float read as an
+      // index or count, e.g. a fuzzed Loop trip count, must not be undefined behaviour).
+      const double v = get_as_double(i);
+      if (std::isnan(v)) return 0;
+      if (v >= 9223372036854775807.0) return INT64_MAX;
+      if (v <= -9223372036854775808.0) return INT64_MIN;
+      return static_cast<int64_t>(v);
+    }
   }
 }
 

@@ -66,7 +66,8 @@ class Tensor {
   Tensor reshaped(const Shape& shape) const;
   Tensor clone() const;
 
-  // Reads element i of any numeric dtype as double / int64 (for shape inputs, tests).
+  // Reads element i of any numeric dtype as double / int64 (for shape inputs, tests); as int64,
+  // floats truncate, NaN gives 0 and values past int64 saturate.
   double get_as_double(int64_t i) const;
   int64_t get_as_int64(int64_t i) const;
   // All elements as int64 (for shape-like inputs such as Reshape's shape).

@@ -90,6 +90,17 @@ TEST(Tensor, ReadsNarrowFloatsAsDouble) {
   EXPECT_EQ(i2.get_as_double(0), -2.0);
 }
 
+// Found by fuzz_pipeline (UBSan): a float Loop trip count of NaN read as int64.
+TEST(Tensor, FloatsReadAsInt64AreDefinedForEveryValue) {
+  Tensor t = Tensor::from_vector<float>({NAN, INFINITY, -INFINITY, 1e30f, -2.75f, 7.5f}, {6});
+  EXPECT_EQ(t.get_as_int64(0), 0);
+  EXPECT_EQ(t.get_as_int64(1), INT64_MAX);
+  EXPECT_EQ(t.get_as_int64(2), INT64_MIN);
+  EXPECT_EQ(t.get_as_int64(3), INT64_MAX);
+  EXPECT_EQ(t.get_as_int64(4), -2);
+  EXPECT_EQ(t.get_as_int64(5), 7);
+}
+
 TEST(CheckedMath, DetectsOverflow) {
   EXPECT_FALSE(checked_mul(int64_t{1} << 40, int64_t{1} << 40).has_value());
   EXPECT_EQ(*checked_mul(6, 7), 42);
