@@ -112,7 +112,7 @@ ir::Node* nan_guard(const ir::Graph& g, const GraphIndex& index, const std::stri
   ir::Node* isnan = is_op(uses[0].node, "IsNaN") ? uses[0].node : uses[1].node;
   ir::Node* where = isnan == uses[0].node ? uses[1].node : uses[0].node;
   if (!is_op(isnan, "IsNaN") || !is_op(where, "Where") || where->inputs.size() != 3 ||
-      where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p ||
+      isnan->outputs.empty() || where->inputs[0] != isnan->outputs[0] || where->inputs[2] != p ||
       index.sole_consumer(isnan->outputs[0]) != where || !index.only_local_uses(isnan->outputs[0]))
     return nullptr;
   const auto zero = scalar_constant(g, where->inputs[1]);
@@ -124,7 +124,7 @@ ir::Node* nan_guard(const ir::Graph& g, const GraphIndex& index, const std::stri
 }
 
 std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir::Node& sm) {
-  if (!is_op(&sm, "Softmax")) return std::nullopt;
+  if (!is_op(&sm, "Softmax") || sm.inputs.empty()) return std::nullopt;
   const ir::ValueType* st = float32_type(g, sm.outputs[0]);
   if (!st || !st->has_shape || st->rank() < 2) return std::nullopt;
   const ir::Attribute* axis_attr = sm.attribute("axis");
@@ -142,14 +142,14 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
   }
   ir::Node* pv = index.sole_consumer(probs);
   if (!(is_op(pv, "MatMul") || einsum_form(pv) == EinsumForm::kProbsTimesV) ||
-      pv->inputs[0] != probs)
+      pv->inputs.size() != 2 || pv->inputs[0] != probs)
     return std::nullopt;
   m.nodes.push_back(pv);
   std::string cur = sm.inputs[0];
   const ir::Node* reader = &sm;  // the pattern node reading `cur`
   std::string mask;
   ir::Node* p = index.producer(cur);
-  if (is_op(p, "Add") && index.sole_consumer(cur) == reader) {
+  if (is_op(p, "Add") && p->inputs.size() == 2 && index.sole_consumer(cur) == reader) {
     // The scores side is the one produced by a scale or the QK MatMul.
     for (int side = 0; side < 2; ++side) {
       ir::Node* q = index.producer(p->inputs[static_cast<size_t>(side)]);
@@ -164,7 +164,8 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
     reader = p;
     p = index.producer(cur);
   }
-  if ((is_op(p, "Div") || is_op(p, "Mul")) && index.sole_consumer(cur) == reader) {
+  if ((is_op(p, "Div") || is_op(p, "Mul")) && p->inputs.size() == 2 &&
+      index.sole_consumer(cur) == reader) {
     int c_side = is_op(p, "Mul") && scalar_constant(g, p->inputs[0]) ? 0 : 1;
     auto c = scalar_constant(g, p->inputs[static_cast<size_t>(c_side)]);
     if (!c || *c == 0) return std::nullopt;
@@ -176,7 +177,7 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
   }
   if (is_op(p, "Einsum") && einsum_form(p) == EinsumForm::kQueriesTimesKeys) {
     m.k_transposed = false;
-  } else if (!is_op(p, "MatMul")) {
+  } else if (!is_op(p, "MatMul") || p->inputs.size() != 2) {
     return std::nullopt;
   }
   if (index.sole_consumer(cur) != reader) return std::nullopt;
@@ -185,7 +186,9 @@ std::optional<Match> match_core(const ir::Graph& g, const GraphIndex& index, ir:
   std::string operands[2] = {p->inputs[0], p->inputs[1]};
   for (std::string& x : operands) {
     ir::Node* mul = index.producer(x);
-    if (!is_op(mul, "Mul") || index.sole_consumer(x) != p || !index.only_local_uses(x)) continue;
+    if (!is_op(mul, "Mul") || mul->inputs.size() != 2 || index.sole_consumer(x) != p ||
+        !index.only_local_uses(x))
+      continue;
     const int c_side = scalar_constant(g, mul->inputs[1])   ? 1
                        : scalar_constant(g, mul->inputs[0]) ? 0
                                                             : -1;

@@ -59,6 +59,7 @@ Tensor broadcast_constant(const Tensor& c, const Shape& shape) {
 
 // A float32 constant input of `add` other than `from`; its index, or -1.
 int constant_side(const ir::Graph& g, const ir::Node& add, const std::string& from) {
+  if (add.inputs.size() != 2) return -1;
   for (int side = 0; side < 2; ++side) {
     const std::string& in = add.inputs[static_cast<size_t>(side)];
     const Tensor* c = constant_of(g, in);
@@ -78,13 +79,16 @@ std::optional<int64_t> elements(const Shape& s) { return checked_product(s); }
 
 // (a) Reshape(Add(Reshape(X, s1), C), s0).
 std::optional<Match> match_reshaped_add(const ir::Graph& g, const GraphIndex& index, ir::Node& r0) {
-  if (!is_op(&r0, "Reshape") || !index.only_local_uses(r0.inputs[0])) return std::nullopt;
+  if (!is_op(&r0, "Reshape") || r0.inputs.empty() || !index.only_local_uses(r0.inputs[0]))
+    return std::nullopt;
   ir::Node* add = index.producer(r0.inputs[0]);
-  if (!is_op(add, "Add") || index.sole_consumer(add->outputs[0]) != &r0) return std::nullopt;
+  if (!is_op(add, "Add") || add->inputs.size() != 2 || index.sole_consumer(add->outputs[0]) != &r0)
+    return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const std::string& inner = add->inputs[static_cast<size_t>(side)];
     ir::Node* r1 = index.producer(inner);
-    if (!is_op(r1, "Reshape") || index.sole_consumer(inner) != add || !index.only_local_uses(inner))
+    if (!is_op(r1, "Reshape") || r1->inputs.empty() || index.sole_consumer(inner) != add ||
+        !index.only_local_uses(inner))
       continue;
     if (constant_side(g, *add, inner) != 1 - side) continue;
     const Tensor& c = *constant_of(g, add->inputs[static_cast<size_t>(1 - side)]);
@@ -104,12 +108,12 @@ std::optional<Match> match_reshaped_add(const ir::Graph& g, const GraphIndex& in
 
 // (b) Add(Add(X, C1), C2).
 std::optional<Match> match_add_chain(const ir::Graph& g, const GraphIndex& index, ir::Node& outer) {
-  if (!is_op(&outer, "Add")) return std::nullopt;
+  if (!is_op(&outer, "Add") || outer.inputs.size() != 2) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const std::string& inner_out = outer.inputs[static_cast<size_t>(side)];
     ir::Node* inner = index.producer(inner_out);
-    if (!is_op(inner, "Add") || index.sole_consumer(inner_out) != &outer ||
-        !index.only_local_uses(inner_out))
+    if (!is_op(inner, "Add") || inner->inputs.size() != 2 ||
+        index.sole_consumer(inner_out) != &outer || !index.only_local_uses(inner_out))
       continue;
     if (constant_side(g, outer, inner_out) != 1 - side) continue;
     const Tensor& c2 = *constant_of(g, outer.inputs[static_cast<size_t>(1 - side)]);

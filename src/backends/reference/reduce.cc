@@ -210,6 +210,12 @@ Status reduce_kernel(KernelContext& ctx, ReduceKind kind) {
   }
   std::vector<int64_t> targets = reduce_targets(in.shape(), reduced);
   Tensor& out = ctx.output(0);
+  // The output's inferred shape must hold every reduced group (a model whose attributes and
+  // inputs disagree could make them differ).
+  for (int64_t t : targets)
+    if (t >= out.numel())
+      return ctx.error("the reduction gives more outputs than the inferred shape " +
+                       shape_to_string(out.shape()) + " holds");
   if (in.dtype() == DType::kBool) {
     if (kind != ReduceKind::kMax && kind != ReduceKind::kMin)
       return ctx.error("bool input is only allowed for ReduceMax and ReduceMin");
