@@ -49,6 +49,7 @@ struct Match {
   bool bool_mask;  // attn_mask is bool: true attends
   int64_t left_window, right_window;  // -1: unbounded
   int64_t sq, keys, past;             // query length, keys (past + new), cached keys
+  bool constant_mask;  // the window / causal frontier goes into a constant (Sq, keys) mask
   int64_t num_heads;
   int64_t kv_num_heads;  // 0: as many as num_heads
   float scale;
@@ -129,6 +130,7 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
                sq,
                skv,
                skv - snew,
+               constant_mask,
                three_d ? hq : 0,
                three_d && hkv != hq ? hkv : 0,
                scale,
@@ -194,9 +196,7 @@ void rewrite(ir::Graph& g, const Match& m) {
   } else if (present(n, 3)) {
     inputs.push_back(n.inputs[3]);
   }
-  const bool constant_mask =
-      m.left_window >= 0 || m.right_window >= 0 || (m.causal && m.sq != m.keys - m.past);
-  if (constant_mask) {
+  if (m.constant_mask) {
     // Query i sees key j within the window around i + past, and causally j <= i + past (ONNX's
     // frontiers, top-left aligned past the cache).
     Tensor window = Tensor::zeros(DType::kFloat32, {m.sq, m.keys});
@@ -239,7 +239,7 @@ void rewrite(ir::Graph& g, const Match& m) {
     fused->attributes["kv_num_heads"] = int_attr("kv_num_heads", m.kv_num_heads);
   fused->attributes["scale"] = float_attr("scale", m.scale);
   if (m.softcap > 0) fused->attributes["softcap"] = float_attr("softcap", m.softcap);
-  fused->attributes["causal"] = int_attr("causal", constant_mask ? 0 : m.causal);
+  fused->attributes["causal"] = int_attr("causal", m.constant_mask ? 0 : m.causal);
   // ONNX: a query row whose every key is masked gives zeros.
   fused->attributes["empty_rows_zero"] = int_attr("empty_rows_zero", 1);
   import_peregrine_domain(g);
