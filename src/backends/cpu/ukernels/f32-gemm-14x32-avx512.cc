@@ -23,15 +23,16 @@ namespace {
 
 constexpr int kMr = 14;
 
-// B rows requested this many k steps ahead. With ir outside jr (pre-packed A, or A packed
-// whole) each tile streams its B panel from L2; the request hides that latency (ResNet-50 per
-// node -2% at 4; 12 was slower).
-constexpr size_t kPrefetchRows = 4;
-// A (the packed weights of a conv) requested this many k steps ahead: on 7x7 and 14x14 maps an
-// A panel feeds only 2-7 tiles, so the weights stream from L3 / memory (MobileNetV2 per node
-// -2-3%, ResNet-50 -2%, and -1.5% more with it in the edge-tile loops too; a linear layer's A,
+// B rows requested this many k steps ahead. A linear layer's B is its packed weights, read once
+// per run from memory, so the request must cover memory latency, not only L2's (BERT, ViT,
+// DistilBERT and EfficientNet-B0 in bench/compare.py; ResNet-50 unchanged).
+constexpr size_t kPrefetchRows = 16;
+// A (the packed weights of a conv) requested this many k steps ahead: on 7x7 to 28x28 maps an
+// A panel feeds only a few tiles, so the weights stream from memory and the request must run a
+// memory latency ahead of the FMAs (every CNN of bench/compare.py's suite; a linear layer's A,
 // packed whole and in L2, unchanged).
-constexpr size_t kPrefetchA = 16;
+constexpr size_t kPrefetchA = 96;
+static_assert(kPrefetchRows <= kF32GemmIndirectLookahead);
 
 // Row p of a tile's B at b + p * ldb: a packed panel (ldb = 32) or a row-major B read in place.
 struct StridedRows {
@@ -43,8 +44,7 @@ struct StridedRows {
 };
 
 // Row p of a tile's B at rows[p] + offset: a tap's run of input pixels (indirect convolution).
-// No B prefetch: the pointer table ends at the tile's last row, and the rows are the input,
-// already in cache.
+// The prefetch reads kPrefetchRows pointers past the last row: the table's padding covers it.
 struct IndirectRows {
   const float* const* rows;
   size_t offset;
