@@ -17,8 +17,11 @@ namespace peregrine::cpu::avx512bf16 {
 namespace {
 
 constexpr int kMr = kBf16GemmMr;
-// B pair rows requested this many steps ahead (the B block streams from L2).
-constexpr size_t kPrefetchPairs = 4;
+// Packed weights are read once per run and stream from memory: a linear layer's B pair rows
+// and a conv's A panel are requested far enough ahead to cover memory latency, as in the f32
+// kernel (bench/compare.py --precision bf16, BERT and ResNet-50).
+constexpr size_t kPrefetchPairs = 32;
+constexpr size_t kPrefetchAPairs = 96;
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 
@@ -34,6 +37,7 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
   for (size_t q = 0; q < kp; ++q, a += kMr, b += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAPairs * kMr), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32 + 16), _MM_HINT_T0);
     const __m512bh b0 = as_bh(_mm512_load_si512(b));
