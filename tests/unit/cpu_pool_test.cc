@@ -62,6 +62,17 @@ const PoolCase kCases[] = {
     {{1, 2, 5, 17}, {1, 7}, {1, 1}, {0, 3, 0, 3}},
     {{1, 2, 9, 8}, {3, 2}, {1, 1}, {2, 0, 0, 1}},
     {{1, 2, 1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
+    // Narrow planes (the AVX-512 whole-plane kernel): several planes per vector of 16, planes
+    // ending mid-vector, 2x2 / 3x3 / 5x5 (unrolled) and 7x7 (taps at run time) windows, strided
+    // windows sampled with ceil_mode and end pads past the input, dilations.
+    {{1, 37, 7, 7}, {3, 3}, {1, 1}, {1, 1, 1, 1}},
+    {{2, 9, 3, 5}, {2, 2}, {1, 1}, {0, 0, 1, 1}},
+    {{1, 19, 14, 14}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+    {{1, 5, 9, 11}, {7, 7}, {1, 1}, {3, 3, 3, 3}},
+    {{1, 3, 20, 20}, {5, 5}, {1, 1}, {2, 2, 2, 2}},
+    {{1, 7, 17, 17}, {3, 3}, {3, 3}, {1, 1, 2, 2}, {1, 1}, 1},
+    {{1, 6, 12, 10}, {3, 2}, {1, 2}, {2, 1, 2, 1}, {2, 2}},
+    {{1, 4, 31, 32}, {3, 3}, {2, 1}, {0, 1, 0, 1}},
 };
 
 // The case's attributes on `x` (default: random float32 values in [-2, 2]).

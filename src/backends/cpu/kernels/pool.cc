@@ -15,6 +15,10 @@
 //     MaxPool 3x3 / 2 with top / left pads <= 1 (CNN stems) takes the vector table's one-call-per-
 //     plane kernel where the ISA has one (vertical max of three rows, then three neighbours at
 //     every other column).
+//     Planes up to a few dozen columns wide (the pools of an Inception block, a DenseNet
+//     transition) take the whole-plane window kernel where the ISA has one: a group of planes
+//     as one flat array, the window at every position, then sampled at the windows' origins
+//     (none of the per-row calls and tails that dominate on a 7x7 or 14x14 map).
 //     8-bit MaxPool (QDQ models' pools, passes/fuse_qdq_max_pool.cc): the window's rows
 //     reduced into one padded row, then the taps along it, one micro-kernel call per output row.
 //   GlobalAveragePool / GlobalMaxPool, any rank >= 3: one reduction per plane.
@@ -34,6 +38,15 @@
 namespace peregrine::cpu {
 
 namespace {
+
+// A task's share of the whole-plane window pool, in input floats: its window values stay in L2
+// until they are sampled.
+constexpr int64_t kWindowTaskFloats = 16384;
+// The widest planes the whole-plane window kernel takes, stride 1 and strided (it computes the
+// window at every position, then samples): bench/compare.py on GoogLeNet, Inception-v3 and
+// DenseNet-121, per node.
+constexpr int64_t kWindowPlanesMaxWidthStride1 = 24;
+constexpr int64_t kWindowPlanesMaxWidth = 32;
 
 bool in_onnx_domain(const ir::Node& node) {
   return node.domain.empty() || node.domain == "ai.onnx";
@@ -103,8 +116,17 @@ class WindowPoolKernel : public PreparedKernel {
     if (eight_bit) return run_8bit(x, g, y, ctx.num_threads());
     const float* px = x.data<float>();
     float* py = y.data<float>();
-    if (max_ && uk_.max_pool_3x3s2 && kh == 3 && kw == 3 && sh == 2 && sw == 2 && dh == 1 &&
-        dw == 1 && pad_t <= 1 && pad_l <= 1) {
+    const bool stem_3x3s2 = max_ && uk_.max_pool_3x3s2 && kh == 3 && kw == 3 && sh == 2 &&
+                            sw == 2 && dh == 1 && dw == 1 && pad_t <= 1 && pad_l <= 1;
+    // Narrow planes through the whole-plane kernel, wider ones row by row, whose per-row cost
+    // is spread over enough columns (GoogLeNet's, Inception-v3's and DenseNet-121's pools): a
+    // strided pool there computes every window and samples them, which pays up to a width
+    // where the rows take over.
+    if (uk_.window_planes && !stem_3x3s2 &&
+        in_w <= (sh == 1 && sw == 1 ? kWindowPlanesMaxWidthStride1 : kWindowPlanesMaxWidth))
+      return run_window_planes(px, x.dim(0) * x.dim(1), g, in_h, in_w, count_include_pad != 0, py,
+                               ctx.num_threads());
+    if (stem_3x3s2) {
       // The common CNN stem pool in one call per plane: the generic passes make ~500 row calls
       // per 112x112 plane of ResNet-50, whose per-call overhead was most of the pool's time.
       const size_t row_floats = max_pool_3x3s2_scratch_floats(static_cast<size_t>(in_w));
@@ -220,6 +242,89 @@ class WindowPoolKernel : public PreparedKernel {
       }
     };
     cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), num_threads, plane_task);
+    return Status::ok();
+  }
+
+  // Through the whole-plane window kernel, a group of planes per task: the window's max / sum
+  // at every input position (straight into Y for a stride-1 pool as large as its input), then
+  // sampled at the windows' origins; windows whose origin lies past the input's end (ceil_mode,
+  // end pads) element by element. Averages divide at the end.
+  Status run_window_planes(const float* px, int64_t planes, const WindowGeometry& g, int64_t in_h,
+                           int64_t in_w, bool count_include_pad, float* py, int num_threads) {
+    const int64_t out_h = g.output[0], out_w = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
+    const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
+    const int64_t pad_t = g.pads_begin[0], pad_l = g.pads_begin[1];
+    const int64_t plane_in = in_h * in_w, plane_out = out_h * out_w;
+    const bool direct = sh == 1 && sw == 1 && out_h == in_h && out_w == in_w;
+    // Output rows / columns whose window origin lies inside the input: sampled from s.
+    const int64_t rows_s = std::min(out_h, (in_h - 1) / sh + 1);
+    const int64_t cols_s = std::min(out_w, (in_w - 1) / sw + 1);
+    const bool exclude_pad = !max_ && !count_include_pad;
+    if (exclude_pad) {
+      plane_divisor_.resize(static_cast<size_t>(plane_out));
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        int64_t rows_in = 0;
+        for (int64_t ki = 0; ki < kh; ++ki) {
+          const int64_t ih = oh * sh - pad_t + ki * dh;
+          rows_in += ih >= 0 && ih < in_h;
+        }
+        for (int64_t ow = 0; ow < out_w; ++ow)
+          plane_divisor_[static_cast<size_t>(oh * out_w + ow)] =
+              static_cast<float>(rows_in) * col_count_[static_cast<size_t>(ow)];
+      }
+    }
+    // One element by its taps (the windows s does not hold).
+    auto window = [&](const float* in, int64_t oh, int64_t ow) {
+      float acc = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+      for (int64_t ki = 0; ki < kh; ++ki) {
+        const int64_t ih = oh * sh - pad_t + ki * dh;
+        if (ih < 0 || ih >= in_h) continue;
+        for (int64_t kj = 0; kj < kw; ++kj) {
+          const int64_t iw = ow * sw - pad_l + kj * dw;
+          if (iw < 0 || iw >= in_w) continue;
+          const float v = in[ih * in_w + iw];
+          acc = max_ ? std::max(acc, v) : acc + v;
+        }
+      }
+      return acc;
+    };
+    const float inv_kernel = 1.0f / static_cast<float>(kh * kw);
+    const float* divisor = plane_divisor_.data();
+    // Planes per task: a task's s stays in L2 between the window pass and the sampling.
+    const int64_t per_task = std::max<int64_t>(1, kWindowTaskFloats / plane_in);
+    auto task = [&](int64_t t, int) {
+      const int64_t p0 = t * per_task, count = std::min(per_task, planes - p0);
+      const float* in = px + p0 * plane_in;
+      float* out = py + p0 * plane_out;
+      float* scratch = thread_scratch(static_cast<size_t>(2 * count * plane_in));
+      float* s = direct ? out : scratch + count * plane_in;
+      uk_.window_planes(in, static_cast<size_t>(count), static_cast<size_t>(in_h),
+                        static_cast<size_t>(in_w), static_cast<size_t>(kh), static_cast<size_t>(kw),
+                        static_cast<size_t>(dh), static_cast<size_t>(dw),
+                        static_cast<size_t>(pad_t), static_cast<size_t>(pad_l), s, max_, scratch);
+      for (int64_t p = 0; p < count; ++p) {
+        float* out_plane = out + p * plane_out;
+        if (!direct) {
+          const float* s_plane = s + p * plane_in;
+          const float* in_plane = in + p * plane_in;
+          for (int64_t oh = 0; oh < out_h; ++oh) {
+            float* out_row = out_plane + oh * out_w;
+            int64_t ow = 0;
+            if (oh < rows_s) {
+              uk_.copy_row(s_plane + oh * sh * in_w, static_cast<size_t>(sw), out_row,
+                           static_cast<size_t>(cols_s));
+              ow = cols_s;
+            }
+            for (; ow < out_w; ++ow) out_row[ow] = window(in_plane, oh, ow);
+          }
+        }
+        if (exclude_pad)
+          divide(out_plane, divisor, plane_out);
+        else if (!max_)  // the padding counts: every window divides by the kernel size
+          for (int64_t i = 0; i < plane_out; ++i) out_plane[i] *= inv_kernel;
+      }
+    };
+    cpu_thread_pool().parallel_for((planes + per_task - 1) / per_task, num_threads, task);
     return Status::ok();
   }
 

@@ -170,6 +170,7 @@ const VectorUkernels kScalar = {
     scalar::f32_copy_row__scalar,
     nullptr,
     nullptr,
+    nullptr,
     scalar::f32_reduce_max__scalar,
     scalar::f32_reduce_sum__scalar,
 };
@@ -188,17 +189,21 @@ const VectorUkernels kAvx2 = {
     avx2::f32_copy_row__avx2,
     avx2::f32_max_pool_3x3s2__avx2,
     avx2::f32_pool_s1__avx2,
+    nullptr,
     avx2::f32_reduce_max__avx2,
     avx2::f32_reduce_sum__avx2,
 };
 
 // AVX-512: the AVX2 kernels but for the unary maps, whose transcendental approximations are
-// bound by vector instructions per element, halved at 16 lanes (EfficientNet's SiLU). The rows,
-// pools and reductions stay AVX2: bound by memory, and on Zen 4 a 512-bit shuffle costs two.
+// bound by vector instructions per element, halved at 16 lanes (EfficientNet's SiLU), and the
+// window pools, which need masked loads that skip the taps outside a plane to run over many
+// small planes as one array (GoogLeNet's and Inception-v3's pools). The rows and reductions
+// stay AVX2: bound by memory, and on Zen 4 a 512-bit shuffle costs two.
 const VectorUkernels kAvx512 = [] {
   VectorUkernels t = kAvx2;
   t.isa = Isa::kAvx512;
   t.unary = avx512::f32_vunary__avx512;
+  t.window_planes = avx512::f32_window_planes__avx512;
   return t;
 }();
 

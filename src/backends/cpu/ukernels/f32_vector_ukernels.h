@@ -72,6 +72,14 @@ using F32PoolStride1Fn = void (*)(const float* x, size_t in_h, size_t in_w, size
                                   size_t pad_t, size_t pad_l, float* y, size_t out_h, size_t out_w,
                                   bool max, float* row);
 inline size_t pool_s1_scratch_floats(size_t out_w, size_t kw) { return out_w + kw + 16; }
+// The max (or sum) of the window at every position of `planes` consecutive (in_h, in_w) planes:
+// s[p, r, c] = max / sum over ki < kh, kj < kw of x[p, r - pad_t + ki * dh, c - pad_l + kj * dw],
+// taps outside the plane skipped (-inf / 0 where none is inside). s has x's layout; a pool of
+// stride 1 whose output is the input's size is s, a strided one samples it. Sums are not scaled
+// (the caller divides). `scratch`: planes * in_h * in_w floats, private to the caller.
+using F32WindowPlanesFn = void (*)(const float* x, size_t planes, size_t in_h, size_t in_w,
+                                   size_t kh, size_t kw, size_t dh, size_t dw, size_t pad_t,
+                                   size_t pad_l, float* s, bool max, float* scratch);
 // Strided row copy: y[j] = x[j * stride], j in [0, n) (im2col rows of strided convs). Reads
 // x[0 .. (n - 1) * stride] only.
 using F32CopyRowFn = void (*)(const float* x, size_t stride, float* y, size_t n);
@@ -92,6 +100,7 @@ struct VectorUkernels {
   F32CopyRowFn copy_row;
   F32MaxPool3x3s2Fn max_pool_3x3s2;  // nullptr: none at this level (the generic rows)
   F32PoolStride1Fn pool_s1;          // nullptr: none at this level (the generic rows)
+  F32WindowPlanesFn window_planes;   // nullptr: none at this level (the kernels above)
   F32ReduceFn reduce_max;
   F32ReduceFn reduce_sum;
 };
@@ -122,6 +131,9 @@ float f32_reduce_sum__scalar(const float* x, size_t n);
 
 namespace avx512 {
 void f32_vunary__avx512(UnaryOp op, const float* x, float* y, size_t n);
+void f32_window_planes__avx512(const float* x, size_t planes, size_t in_h, size_t in_w, size_t kh,
+                               size_t kw, size_t dh, size_t dw, size_t pad_t, size_t pad_l,
+                               float* s, bool max, float* scratch);
 }  // namespace avx512
 
 namespace avx2 {
