@@ -32,7 +32,6 @@ constexpr size_t kPrefetchRows = 16;
 // memory latency ahead of the FMAs (every CNN of bench/compare.py's suite; a linear layer's A,
 // packed whole and in L2, unchanged).
 constexpr size_t kPrefetchA = 96;
-static_assert(kPrefetchRows <= kF32GemmIndirectLookahead);
 
 // Row p of a tile's B at b + p * ldb: a packed panel (ldb = 32) or a row-major B read in place.
 struct StridedRows {
@@ -40,16 +39,20 @@ struct StridedRows {
   size_t ldb;
   static constexpr bool kPrefetch = true;
   const float* row(size_t p) const { return b + p * ldb; }
+  const float* prefetch_target(size_t p) const { return row(p + kPrefetchRows); }
   StridedRows shifted(size_t columns) const { return {b + columns, ldb}; }
 };
 
 // Row p of a tile's B at rows[p] + offset: a tap's run of input pixels (indirect convolution).
-// The prefetch reads kPrefetchRows pointers past the last row: the table's padding covers it.
+// The runs lie in as many places as there are taps, too many streams for the hardware
+// prefetcher, so each k step requests its own run two column tiles further on, which the
+// tiles after this one read (the strided convs of yolo_style_640 and r3d_18, bench/compare.py).
 struct IndirectRows {
   const float* const* rows;
   size_t offset;
   static constexpr bool kPrefetch = true;
   const float* row(size_t p) const { return rows[p] + offset; }
+  const float* prefetch_target(size_t p) const { return row(p) + 64; }
   IndirectRows shifted(size_t columns) const { return {rows, offset + columns}; }
 };
 
@@ -66,8 +69,8 @@ inline __attribute__((always_inline)) void accumulate_14x32(size_t kc, const flo
     // Past a panel's end these touch the next panel (or nothing that faults: a prefetch).
     _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchA * kMr), _MM_HINT_T0);
     if constexpr (B::kPrefetch) {
-      _mm_prefetch(reinterpret_cast<const char*>(b.row(p + kPrefetchRows)), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b.row(p + kPrefetchRows) + 16), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b.prefetch_target(p)), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b.prefetch_target(p) + 16), _MM_HINT_T0);
     }
     const __m512 b0 = _mm512_loadu_ps(bp);       // B(p, 0:16)
     const __m512 b1 = _mm512_loadu_ps(bp + 16);  // B(p, 16:32)
