@@ -295,16 +295,18 @@ TEST(F32Gemm, Epilogues) {
             Activation::kSigmoid, Activation::kSilu, Activation::kHardSwish, Activation::kGelu})
         for (bool residual : {false, true})
           // A packed: tiles in rows, the epilogues the tiles cannot take in registers run
-          // once per row of tiles (29 rows: a partial row of tiles at the bottom).
-          for (bool pack_a : {false, true}) {
-            GemmCase c{pack_a ? 29 : 13, 37, 19};
-            c.pack_a = pack_a;
-            c.bias = bias;
-            c.act = act;
-            c.residual = residual;
-            c.beta = residual ? 0.5f : 0.0f;
-            check_gemm(kernel, c, 1);
-          }
+          // once per row of tiles (29 rows: a partial row of tiles at the bottom). One column
+          // (a squeeze-excite conv): C's rows are contiguous, one activation call for them all.
+          for (bool pack_a : {false, true})
+            for (int64_t n : {37, 1}) {
+              GemmCase c{pack_a ? 29 : 13, n, 19};
+              c.pack_a = pack_a;
+              c.bias = bias;
+              c.act = act;
+              c.residual = residual;
+              c.beta = residual ? 0.5f : 0.0f;
+              check_gemm(kernel, c, 1);
+            }
   }
 }
 

@@ -34,7 +34,7 @@ void hardswish_row(float* x, size_t n) {
 
 void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, size_t row0,
                              size_t col0, const GemmEpilogue& ep) {
-  UnaryOp op;
+  UnaryOp op = UnaryOp::kSigmoid;  // set by vector_activation unless HardSwish
   const bool hardswish = ep.activation == Activation::kHardSwish;
   if (!hardswish && !vector_activation(ep.activation, &op)) {
     apply_epilogue(c, ldc, rows, cols, row0, col0, ep);
@@ -43,6 +43,10 @@ void f32_gemm_epilogue__avx2(float* c, size_t ldc, size_t rows, size_t cols, siz
   GemmEpilogue linear = ep;  // bias and residual first, then the activation in place
   linear.activation = Activation::kNone;
   apply_epilogue(c, ldc, rows, cols, row0, col0, linear);
+  if (ldc == cols) {  // contiguous rows (a GEMV's column): one call, not one per element
+    cols *= rows;
+    rows = 1;
+  }
   for (size_t i = 0; i < rows; ++i) {
     if (hardswish)
       hardswish_row(c + i * ldc, cols);

@@ -18,6 +18,10 @@ void f32_gemm_epilogue__avx512(float* c, size_t ldc, size_t rows, size_t cols, s
   GemmEpilogue linear = ep;  // bias and residual first, then the activation in place
   linear.activation = Activation::kNone;
   avx2::f32_gemm_epilogue__avx2(c, ldc, rows, cols, row0, col0, linear);
+  if (ldc == cols) {  // contiguous rows (a GEMV's column, a squeeze-excite conv): one call
+    f32_vunary__avx512(op, c, c, rows * cols);
+    return;
+  }
   for (size_t i = 0; i < rows; ++i) f32_vunary__avx512(op, c + i * ldc, c + i * ldc, cols);
 }
 
