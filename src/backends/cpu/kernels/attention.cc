@@ -36,6 +36,9 @@ void f32_attention_tile__scalar(const AttentionTile& t) {
       m = std::max(m, s);
     }
     std::fill(acc.begin(), acc.begin() + t.dv, 0.0f);
+    // Every score -inf (a fully masked row): shifting by 0 keeps each weight exp(-inf) = 0,
+    // where -inf - -inf would be NaN; l stays 0 below.
+    if (m == -std::numeric_limits<float>::infinity()) m = 0.0f;
     float l = 0.0f;
     for (int64_t j = 0; j < keys; ++j) {
       const float p = std::exp(scores[static_cast<size_t>(j)] - m);
