@@ -33,6 +33,7 @@ struct VmathYmm {
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
   // A true division: correctly rounded.
   static Reg reciprocal(Reg d) { return _mm256_div_ps(_mm256_set1_ps(1.0f), d); }
+  static Reg reciprocal_bounded(Reg d) { return reciprocal(d); }
   // 2^n applied as 2^(n/2) * 2^(n - n/2), both factors normal floats for n in [-152, 128].
   static Reg scale_pow2(Reg p, Reg n) {
     const __m256i ni = _mm256_cvtps_epi32(n);

@@ -28,6 +28,11 @@ struct VmathZmm {
     const __m512 step = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
     return _mm512_mask_mov_ps(step, _mm512_fpclass_ps_mask(r, 0x1E), r);  // +-0, +-inf
   }
+  // For d in [1, 2]: the estimate and step without the zero / infinity fix-up.
+  static Reg reciprocal_bounded(Reg d) {
+    const __m512 r = _mm512_rcp14_ps(d);
+    return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
+  }
   // p 2^n in one rounding.
   static Reg scale_pow2(Reg p, Reg n) { return _mm512_scalef_ps(p, n); }
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
