@@ -48,7 +48,9 @@ Table columns "pg MiB", "ort MiB" (whole-process peak, above-baseline peak in pa
 Linux would otherwise hand them this process's peak RSS.
 --coverage: after timing, `peregrine profile` of each model (bench/kernel_coverage.py):
 "coverage" holds the share of node time spent on reference kernels and which op types ran
-there, the top op types and their kernels; the table is printed after the latency table.
+there, the top op types and their kernels, and the model's ten GEMM-class nodes furthest below
+their roofline bound ("worst_gemm_nodes"); the table and the worst ten over all models are
+printed after the latency table.
 --noise-floor: ONNX Runtime again with graph optimizations disabled (ORT_DISABLE_ALL), same
 inputs; "ort_self_agreement" is agreement() of unoptimized against optimized ORT (the same
 fields as "agreement"). It shows how far float32 reordering alone moves the outputs: the floor
@@ -73,6 +75,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_coverage  # noqa: E402  (per-node profile summaries)
+
+WORST_GEMM_NODES = 10  # --coverage lists this many GEMM-class nodes furthest below roof
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REL_ERR_FLOOR = 1e-3
@@ -635,7 +639,8 @@ def main(argv=None):
             try:
                 prof = kernel_coverage.profile(args.peregrine, model, args.threads, 3)
                 cov = kernel_coverage.summarize(model, prof, 5)
-                cov.pop("gemm_nodes", None)
+                cov["worst_gemm_nodes"] = kernel_coverage.worst_gemm_nodes(
+                    cov.pop("gemm_nodes"), WORST_GEMM_NODES)
                 results[-1]["coverage"] = cov
             except (RuntimeError, ValueError, KeyError) as e:
                 results[-1]["errors"]["coverage"] = str(e)[:500]
@@ -666,6 +671,9 @@ def main(argv=None):
                                  for k, v in cov["reference_ops"].items())
                 print(f"  {os.path.basename(rec['model']):34} "
                       f"{100 * cov['reference_share']:5.1f}%  {refs}")
+            kernel_coverage.print_worst_gemm_nodes(kernel_coverage.worst_gemm_nodes(
+                [g for rec in results for g in rec.get("coverage", {}).get("worst_gemm_nodes", [])],
+                WORST_GEMM_NODES))
     ok = all(not r["errors"] and r.get("agreement", {}).get("agree") for r in results)
     return 0 if ok else 1
 

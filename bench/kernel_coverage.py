@@ -75,6 +75,18 @@ def summarize(model, prof, top):
     }
 
 
+def worst_gemm_nodes(gemm_nodes, top):
+    """The `top` GEMM-class nodes (summarize's "gemm_nodes", any models) furthest below roof."""
+    return sorted(gemm_nodes, key=lambda g: g["percent_of_roof"])[:top]
+
+
+def print_worst_gemm_nodes(worst):
+    print(f"\nworst {len(worst)} GEMM-class nodes (percent of roofline bound)")
+    for g in worst:
+        print(f"  {g['percent_of_roof']:5.1f}%  {g['us']:8.1f} us  {g['model']:28} "
+              f"{g['op_type']:22} {g['inputs'][:60]}  {g['kernel']}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("models", nargs="+")
@@ -92,8 +104,7 @@ def main():
         except (RuntimeError, json.JSONDecodeError, KeyError) as e:
             failed += 1
             results.append({"model": os.path.basename(m), "error": str(e)})
-    worst = sorted((g for r in results for g in r.get("gemm_nodes", [])),
-                   key=lambda g: g["percent_of_roof"])[:args.top]
+    worst = worst_gemm_nodes([g for r in results for g in r.get("gemm_nodes", [])], args.top)
     if args.json:
         for r in results:
             r.pop("gemm_nodes", None)
@@ -118,10 +129,7 @@ def main():
         for o in r["top_ops"]:
             print(f"  {o['op_type']:28} {100 * o['share']:5.1f}%  x{o['count']:<4} "
                   f"{', '.join(o['kernels'])[:90]}")
-    print(f"\nworst {len(worst)} GEMM-class nodes (percent of roofline bound)")
-    for g in worst:
-        print(f"  {g['percent_of_roof']:5.1f}%  {g['us']:8.1f} us  {g['model']:28} "
-              f"{g['op_type']:22} {g['inputs'][:60]}  {g['kernel']}")
+    print_worst_gemm_nodes(worst)
     return 1 if failed else 0
 
 

@@ -221,6 +221,10 @@ def main():
         doc = run_compare(peregrine, [tiny], "--coverage")
         cov = doc["models"][0]["coverage"]
         assert cov["nodes"] > 0 and cov["reference_share"] == 0.0, cov
+        roofs = [g["percent_of_roof"] for g in cov["worst_gemm_nodes"]]
+        assert roofs and roofs == sorted(roofs) and len(roofs) <= 10, cov
+        table = run_compare(peregrine, [tiny], "--coverage", as_json=False)
+        assert "GEMM-class nodes (percent of roofline bound)" in table, table
 
         # --memory and --noise-floor on the tiny model: fields exist and are sane.
         doc = run_compare(peregrine, [tiny], "--memory", "--noise-floor")
