@@ -15,14 +15,29 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// GEMM columns: output pixels on the plane grid, up to the last real one.
-int64_t grid_columns(const PhasePlanesConvShape& s) {
-  const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s);
-  return (s.out_d - 1) * ph * pw + (s.out_h - 1) * pw + s.out_w;
+// Plane columns [lo, hi) of column phase b that hold input pixels (plane column u is input
+// column u * stride_w + b - pad_l); the others are zero padding.
+struct PhaseColumns {
+  int64_t lo, hi;
+};
+PhaseColumns phase_columns(const PhasePlanesConvShape& s, int64_t b) {
+  const int64_t pw = phase_plane_w(s), sw = s.stride_w;
+  const int64_t iw0 = b - s.pad_l;
+  const int64_t lo = std::min(pw, iw0 >= 0 ? 0 : ceil_div(-iw0, sw));
+  const int64_t last = s.in_w - 1 - iw0;
+  return {lo, std::max(lo, std::min(pw, last < 0 ? 0 : last / sw + 1))};
 }
 
+// GEMM columns: output pixels on the plane grid, up to the last real one.
+int64_t grid_columns(const PhasePlanesConvShape& s) {
+  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s);
+  return (s.out_d - 1) * ph * pitch + (s.out_h - 1) * pitch + s.out_w;
+}
+
+// A plane's rows at its pitch; the last one reaches plane_w - pitch floats further.
 int64_t plane_floats(const PhasePlanesConvShape& s) {
-  return phase_plane_d(s) * phase_plane_h(s) * phase_plane_w(s);
+  const int64_t pitch = phase_plane_pitch(s);
+  return phase_plane_d(s) * phase_plane_h(s) * pitch + (phase_plane_w(s) - pitch);
 }
 
 int64_t phases(const PhasePlanesConvShape& s) { return s.stride_d * s.stride_h * s.stride_w; }
@@ -35,7 +50,7 @@ int64_t all_planes_floats(const PhasePlanesConvShape& s) {
 // slices) as long on the grid as in Y.
 bool writes_y_directly(const PhasePlanesConvShape& s) {
   if (s.out_d * s.out_h == 1) return true;
-  return phase_plane_w(s) == s.out_w && (s.out_d == 1 || phase_plane_h(s) == s.out_h);
+  return phase_plane_pitch(s) == s.out_w && (s.out_d == 1 || phase_plane_h(s) == s.out_h);
 }
 
 int64_t scratch_ldc(const PhasePlanesConvShape& s) { return round_up(grid_columns(s), 16); }
@@ -43,19 +58,19 @@ int64_t scratch_ldc(const PhasePlanesConvShape& s) { return round_up(grid_column
 // Copies channel ci of x into its stride_d * stride_h * stride_w zero-padded phase planes.
 void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, float* planes) {
   const int64_t pd = phase_plane_d(s), ph = phase_plane_h(s), pw = phase_plane_w(s);
+  const int64_t pitch = phase_plane_pitch(s), plane_size = plane_floats(s);
   const int64_t sd = s.stride_d, sh = s.stride_h, sw = s.stride_w;
   const F32CopyRowFn copy_row = vector_ukernels().copy_row;
   for (int64_t e = 0; e < sd; ++e) {
     for (int64_t a = 0; a < sh; ++a) {
       for (int64_t b = 0; b < sw; ++b) {
-        float* plane = planes + (((ci * sd + e) * sh + a) * sw + b) * pd * ph * pw;
-        // Plane column u is input column u * sw + b - pad_l: inside for u in [lo, hi).
+        float* plane = planes + (((ci * sd + e) * sh + a) * sw + b) * plane_size;
+        const auto [lo, hi] = phase_columns(s, b);
         const int64_t iw0 = b - s.pad_l;
-        const int64_t lo = std::min(pw, iw0 >= 0 ? 0 : ceil_div(-iw0, sw));
-        const int64_t last = s.in_w - 1 - iw0;
-        const int64_t hi = std::max(lo, std::min(pw, last < 0 ? 0 : last / sw + 1));
+        // Rows t * pitch + [0, pw): where pitch < pw a row's trailing padding is the next
+        // row's leading padding, written as zeros by both.
         for (int64_t v = 0; v < pd; ++v) {
-          float* slice = plane + v * ph * pw;
+          float* slice = plane + v * ph * pitch;
           const int64_t id = v * sd + e - s.pad_f;
           if (id < 0 || id >= s.in_d) {
             std::fill(slice, slice + ph * pw, 0.0f);
@@ -63,7 +78,7 @@ void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, flo
           }
           const float* xs = x + (ci * s.in_d + id) * s.in_h * s.in_w;
           for (int64_t t = 0; t < ph; ++t) {
-            float* dst = slice + t * pw;
+            float* dst = slice + t * pitch;
             const int64_t ih = t * sh + a - s.pad_t;
             if (ih < 0 || ih >= s.in_h || hi == lo) {
               std::fill(dst, dst + pw, 0.0f);
@@ -99,9 +114,23 @@ int64_t phase_plane_w(const PhasePlanesConvShape& s) {
   return ceil_div((s.out_w - 1) * s.stride_w + (s.kw - 1) * s.dil_w + 1, s.stride_w);
 }
 
+int64_t phase_plane_pitch(const PhasePlanesConvShape& s) {
+  const int64_t pw = phase_plane_w(s);
+  if (s.in_d != 1 || s.out_d != 1 || s.kd != 1) return pw;  // depth slices keep whole rows
+  // Every phase's input pixels end by the pitch (its trailing padding may overlap the next
+  // row) and start no earlier than pw - pitch (its leading padding may be the previous row's),
+  // and grid rows of OW pixels stay apart.
+  int64_t pitch = s.out_w;
+  for (int64_t b = 0; b < s.stride_w; ++b) {
+    const auto [lo, hi] = phase_columns(s, b);
+    if (hi > lo) pitch = std::max({pitch, hi, pw - lo});
+  }
+  return std::min(pitch, pw);
+}
+
 double phase_planes_useful_fraction(const PhasePlanesConvShape& s) {
   const double rows = s.out_d > 1 ? static_cast<double>(s.out_h) / phase_plane_h(s) : 1.0;
-  return rows * static_cast<double>(s.out_w) / static_cast<double>(phase_plane_w(s));
+  return rows * static_cast<double>(s.out_w) / static_cast<double>(phase_plane_pitch(s));
 }
 
 // Against im2col packing, measured on 3x3 convs with 7x7 maps and up (7 of 9 columns useful)
@@ -117,7 +146,7 @@ int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s) {
 void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
                        const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
                        float* scratch, int num_threads) {
-  const int64_t ph = phase_plane_h(s), pw = phase_plane_w(s), plane = plane_floats(s);
+  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s), plane = plane_floats(s);
   const int64_t k = s.in_c * s.kd * s.kh * s.kw, m = s.out_c, n = grid_columns(s);
   const int64_t pixels = s.out_d * s.out_h * s.out_w;
   float* planes = scratch;
@@ -136,7 +165,7 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
               ((ci * s.stride_d + dz % s.stride_d) * s.stride_h + dy % s.stride_h) * s.stride_w +
               dx % s.stride_w;
           rows[static_cast<size_t>(r)] = planes + phase * plane +
-                                         ((dz / s.stride_d) * ph + dy / s.stride_h) * pw +
+                                         ((dz / s.stride_d) * ph + dy / s.stride_h) * pitch +
                                          dx / s.stride_w;
         }
   std::fill(rows.begin() + k, rows.end(), rows[0]);
@@ -218,7 +247,7 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
     const float* src = c + o * ldc;
     for (int64_t od = 0; od < s.out_d; ++od)
       for (int64_t oh = 0; oh < s.out_h; ++oh)
-        std::memcpy(dst + (od * s.out_h + oh) * s.out_w, src + (od * ph + oh) * pw,
+        std::memcpy(dst + (od * s.out_h + oh) * s.out_w, src + (od * ph + oh) * pitch,
                     static_cast<size_t>(s.out_w) * sizeof(float));
     if (!post_ep.empty())
       kernel.epilogue(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(pixels),

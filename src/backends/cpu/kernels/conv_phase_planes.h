@@ -5,13 +5,15 @@
 // b + stride_w u). Output pixel (oh, ow) under tap (ki, kj) reads padded pixel (oh stride_h +
 // ki dil_h, ow stride_w + kj dil_w), which is element (oh + (ki dil_h) / stride_h, ow + (kj dil_w)
 // / stride_w) of the plane of phase ((ki dil_h) % stride_h, (kj dil_w) % stride_w). Numbering the
-// output pixels on the plane's grid, q = oh * plane_w + ow, makes every tap's B row one
+// output pixels on the plane's grid, q = oh * pitch + ow, makes every tap's B row one
 // contiguous run of its plane: B(tap, q) = plane[offset(tap) + q]. The GEMM
 //   C(Cout_g, q) = W(Cout_g, Cin_g * KH * KW) * B(Cin_g * KH * KW, q)
 // reads B through one pointer per row with the indirect micro-kernel: nothing is packed per
 // run but the planes, and tiles run across output rows (no per-row edge tiles). The columns
-// with ow >= OW (plane_w - OW per row) are computed and dropped: C goes to scratch and is
-// compacted into Y, unless plane_w == OW (no horizontal padding or stride), where C is Y.
+// with ow >= OW (pitch - OW per row) are computed and dropped: C goes to scratch and is
+// compacted into Y, unless pitch == OW, where C is Y. The pitch is plane_w, or less where
+// consecutive rows share their zero padding (a 1x7 conv with pads 3 on a 17-wide map: 20, not
+// 23; a padded 3x3 on a 7-wide map: 8, not 9).
 // 3-D convs add a depth axis the same way (planes of plane_d x plane_h x plane_w, q = (od
 // plane_h + oh) plane_w + ow, also dropping the rows with oh >= OH); 1-D convs are one row.
 #pragma once
@@ -35,6 +37,10 @@ struct PhasePlanesConvShape {
 int64_t phase_plane_d(const PhasePlanesConvShape& s);
 int64_t phase_plane_h(const PhasePlanesConvShape& s);
 int64_t phase_plane_w(const PhasePlanesConvShape& s);
+// Floats from one plane row to the next (2-D convs): less than the width where consecutive
+// rows can share their zero padding (row t's columns past its last input pixel are row t + 1's
+// columns before its first), so fewer grid columns are computed and dropped.
+int64_t phase_plane_pitch(const PhasePlanesConvShape& s);
 
 // The share of the GEMM's columns that are output pixels (OW / plane_w, times OH / plane_h for
 // a 3-D conv).
