@@ -105,13 +105,14 @@ class WindowPoolKernel : public PreparedKernel {
     }
     for (int64_t ow = 0; ow < out_w; ++ow)
       if (col_count_[ow] == 0.0f) return run_reference(ctx);  // empty windows
+    // Per output row: the window rows inside the input.
+    row_count_.assign(static_cast<size_t>(out_h), 0.0f);
     for (int64_t oh = 0; oh < out_h; ++oh) {
-      int64_t rows_in = 0;
       for (int64_t ki = 0; ki < kh; ++ki) {
         const int64_t ih = oh * sh - pad_t + ki * dh;
-        rows_in += ih >= 0 && ih < in_h;
+        row_count_[static_cast<size_t>(oh)] += ih >= 0 && ih < in_h ? 1.0f : 0.0f;
       }
-      if (rows_in == 0) return run_reference(ctx);
+      if (row_count_[static_cast<size_t>(oh)] == 0.0f) return run_reference(ctx);
     }
     if (eight_bit) return run_8bit(x, g, y, ctx.num_threads());
     const float* px = x.data<float>();
@@ -145,16 +146,7 @@ class WindowPoolKernel : public PreparedKernel {
       // columns inside) once per run, so each plane is one vectorizable division pass instead
       // of a division per element with its divisor recomputed (Inception-v3's branch pools).
       const bool exclude_pad = !max_ && count_include_pad == 0;
-      if (exclude_pad) {
-        plane_divisor_.resize(static_cast<size_t>(out_h * out_w));
-        for (int64_t oh = 0; oh < out_h; ++oh) {
-          const float rows_in = static_cast<float>(std::min(in_h, oh - pad_t + kh) -
-                                                   std::max<int64_t>(0, oh - pad_t));
-          for (int64_t ow = 0; ow < out_w; ++ow)
-            plane_divisor_[static_cast<size_t>(oh * out_w + ow)] =
-                rows_in * col_count_[static_cast<size_t>(ow)];
-        }
-      }
+      if (exclude_pad) fill_plane_divisor();
       const float* divisor = plane_divisor_.data();
       // Stride 1 (Inception / GoogLeNet branch pools, YOLO's SPPF) in one call per plane: the
       // generic passes make H * KW + OH * KH row calls, each with a scalar tail on small maps.
@@ -260,19 +252,7 @@ class WindowPoolKernel : public PreparedKernel {
     const int64_t rows_s = std::min(out_h, (in_h - 1) / sh + 1);
     const int64_t cols_s = std::min(out_w, (in_w - 1) / sw + 1);
     const bool exclude_pad = !max_ && !count_include_pad;
-    if (exclude_pad) {
-      plane_divisor_.resize(static_cast<size_t>(plane_out));
-      for (int64_t oh = 0; oh < out_h; ++oh) {
-        int64_t rows_in = 0;
-        for (int64_t ki = 0; ki < kh; ++ki) {
-          const int64_t ih = oh * sh - pad_t + ki * dh;
-          rows_in += ih >= 0 && ih < in_h;
-        }
-        for (int64_t ow = 0; ow < out_w; ++ow)
-          plane_divisor_[static_cast<size_t>(oh * out_w + ow)] =
-              static_cast<float>(rows_in) * col_count_[static_cast<size_t>(ow)];
-      }
-    }
+    if (exclude_pad) fill_plane_divisor();
     // One element by its taps (the windows s does not hold).
     auto window = [&](const float* in, int64_t oh, int64_t ow) {
       float acc = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
@@ -328,6 +308,16 @@ class WindowPoolKernel : public PreparedKernel {
     return Status::ok();
   }
 
+  // plane_divisor_ for averages without the padding: each output's in-bounds taps, its row's
+  // times its column's, once per run (one vectorizable division pass per plane after).
+  void fill_plane_divisor() {
+    const size_t out_h = row_count_.size(), out_w = col_count_.size();
+    plane_divisor_.resize(out_h * out_w);
+    for (size_t oh = 0; oh < out_h; ++oh)
+      for (size_t ow = 0; ow < out_w; ++ow)
+        plane_divisor_[oh * out_w + ow] = row_count_[oh] * col_count_[ow];
+  }
+
   // AveragePool: a row of window sums divided by the kernel size (count_include_pad) or by
   // its in-bounds taps, rows_in x the column's count.
   void scale_row(float* out_row, int64_t out_w, int64_t rows_in, float kernel_size,
@@ -349,8 +339,9 @@ class WindowPoolKernel : public PreparedKernel {
   const VectorUkernels& uk_;
   // Per-run geometry, kept so steady-state runs do not allocate.
   std::vector<int64_t> col_lo_, col_hi_;
-  std::vector<float> plane_divisor_;  // stride-1 averages without padding: per output element
-  std::vector<float> col_count_;
+  std::vector<float> plane_divisor_;  // averages without padding: per output element
+  // Window rows inside the input per output row, window columns per output column.
+  std::vector<float> row_count_, col_count_;
 };
 
 class GlobalPoolKernel : public PreparedKernel {
