@@ -587,7 +587,7 @@ void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const
   const bool fusable = !ep.empty() && fused_epilogue_clamp(ep, &clamp_lo, &clamp_hi);
   auto task = [&](int64_t r, int) {
     thread_local std::vector<const float*> pointers;
-    pointers.resize(static_cast<size_t>(k + kF32GemmIndirectLookahead));
+    pointers.resize(static_cast<size_t>(k + 8));
     b.row_pointers(r, pointers.data());
     std::fill(pointers.begin() + k, pointers.end(), pointers[0]);
     const int64_t col0 = r * len;

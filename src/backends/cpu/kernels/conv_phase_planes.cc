@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "backends/cpu/thread_pool.h"
-#include "backends/cpu/ukernels/f32_gemm_ukernels.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 namespace peregrine::cpu {
@@ -155,7 +154,7 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
 
   // B row (ci, kz, ki, kj): its plane at the tap's offset. Shared by every task.
   thread_local std::vector<const float*> rows;
-  rows.resize(static_cast<size_t>(k + kF32GemmIndirectLookahead));
+  rows.resize(static_cast<size_t>(k + 8));
   for (int64_t ci = 0, r = 0; ci < s.in_c; ++ci)
     for (int64_t kz = 0; kz < s.kd; ++kz)
       for (int64_t ki = 0; ki < s.kh; ++ki)

@@ -41,9 +41,7 @@ using F32GemmPartialUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, co
                                          float alpha, float beta, const F32GemmTileEpilogue* ep);
 // The partial kernel with B given by row: row p of the tile at b_rows[p] + b_offset (an
 // indirect convolution: each row a tap's contiguous input run, no im2col copy). Reads only the
-// tile's `cols` columns of each row (it may prefetch past them). A caller's table holds
-// kF32GemmIndirectLookahead valid pointers after its last row, for a kernel that reads ahead.
-inline constexpr size_t kF32GemmIndirectLookahead = 16;
+// tile's `cols` columns of each row (it may prefetch past them).
 using F32GemmIndirectUkernelFn = void (*)(size_t rows, size_t cols, size_t kc, const float* a,
                                           const float* const* b_rows, size_t b_offset, float* c,
                                           size_t ldc, float alpha, float beta,
