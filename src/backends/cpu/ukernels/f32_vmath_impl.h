@@ -39,18 +39,18 @@ inline typename V::Reg exp_core(typename V::Reg xc) {
   return V::scale_pow2(p, n);
 }
 
+// exp(x) for x <= ~ln(FLT_MAX) (or NaN): no overflow to guard, so only the lower clamp.
+template <typename V>
+inline typename V::Reg exp_without_overflow(typename V::Reg x) {
+  return exp_core<V>(V::max(V::set1(-105.0f), x));
+}
+
 template <typename V>
 inline typename V::Reg exp(typename V::Reg x) {
   using Reg = typename V::Reg;
   const Reg kMax = V::set1(88.72283935546875f);  // ~ln(FLT_MAX)
-  const Reg xc = V::max(V::set1(-105.0f), V::min(kMax, x));
-  return V::select(V::gt(x, kMax), V::set1(__builtin_inff()), exp_core<V>(xc));
-}
-
-// exp(x) for x <= 0 (or NaN): no overflow to guard, so only the lower clamp.
-template <typename V>
-inline typename V::Reg exp_nonpositive(typename V::Reg x) {
-  return exp_core<V>(V::max(V::set1(-105.0f), x));
+  return V::select(V::gt(x, kMax), V::set1(__builtin_inff()),
+                   exp_without_overflow<V>(V::min(kMax, x)));
 }
 
 // exp(x) with results below the smallest normal float (x < ln(FLT_MIN)) flushed to 0: for sums of
@@ -69,7 +69,7 @@ inline typename V::Reg exp_flush(typename V::Reg x) {
 template <typename V>
 inline typename V::Reg sigmoid(typename V::Reg x) {
   using Reg = typename V::Reg;
-  const Reg e = exp_nonpositive<V>(V::or_(V::set1(-0.0f), x));  // -|x|
+  const Reg e = exp_without_overflow<V>(V::or_(V::set1(-0.0f), x));  // -|x|
   const Reg r = V::reciprocal_bounded(V::add(V::set1(1.0f), e));
   return V::select(V::lt(x, V::zero()), V::mul(e, r), r);
 }
@@ -109,7 +109,7 @@ inline typename V::Reg erfc_tail(typename V::Reg au) {
   poly = V::fmadd(poly, t, V::set1(-0.284496736f));
   poly = V::fmadd(poly, t, V::set1(0.254829592f));
   poly = V::mul(poly, t);
-  const Reg e = exp_nonpositive<V>(V::sub(V::zero(), V::mul(au, au)));
+  const Reg e = exp_without_overflow<V>(V::sub(V::zero(), V::mul(au, au)));
   return V::mul(poly, e);
 }
 
