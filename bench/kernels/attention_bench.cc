@@ -1,6 +1,7 @@
 // Fused attention (src/backends/cpu/kernels/attention.h) in GFLOP/s: batch 1, 12 heads x 64
 // (BERT-base / ViT-B), sequence 128 / 512 / 2048, head-form layout (B, S, 768), with a padding
-// mask (B, 1, 1, S) or causal; `threads` is the last argument.
+// mask (B, 1, 1, S) or causal; `threads` is the last argument. BM_AttentionBf16: the bf16 tile
+// (products in bf16), where the CPU has AVX512_BF16.
 //
 //   build/bin/peregrine_attention_bench --benchmark_filter='Attention/128'
 //
@@ -17,12 +18,19 @@ namespace {
 using peregrine::cpu::AttentionOperand;
 using peregrine::cpu::AttentionProblem;
 
-void run_attention(benchmark::State& state, bool causal, bool isa_scalar) {
+enum class Tile { kBest, kScalar, kBf16 };
+
+void attention_case(benchmark::State& state, bool causal, Tile which) {
   const int64_t s = state.range(0), h = 12, d = 64;
   const int threads = static_cast<int>(state.range(1));
-  const auto* kernel = isa_scalar
+  const auto* kernel = which == Tile::kScalar
                            ? peregrine::cpu::f32_attention_kernel_for(peregrine::cpu::Isa::kScalar)
-                           : &peregrine::cpu::f32_attention_kernel();
+                       : which == Tile::kBf16 ? peregrine::cpu::bf16_attention_kernel()
+                                              : &peregrine::cpu::f32_attention_kernel();
+  if (kernel == nullptr) {
+    state.SkipWithError("no bf16 tile on this CPU");
+    return;
+  }
   std::vector<float> q(s * h * d, 0.01f), k(s * h * d, 0.02f), v(s * h * d, 0.5f), out(s * h * d);
   std::vector<float> mask(s, 0.0f);
   for (int64_t j = s - s / 8; j < s; ++j) mask[j] = -10000.0f;  // 1/8 padding
@@ -53,7 +61,7 @@ void run_attention(benchmark::State& state, bool causal, bool isa_scalar) {
     p.mask.cs = 1;
   }
   for (auto _ : state) {
-    peregrine::cpu::f32_attention(*kernel, p, threads);
+    peregrine::cpu::run_attention(*kernel, p, threads);
     benchmark::ClobberMemory();
   }
   state.SetLabel(kernel->name);
@@ -62,9 +70,10 @@ void run_attention(benchmark::State& state, bool causal, bool isa_scalar) {
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_Attention(benchmark::State& state) { run_attention(state, false, false); }
-void BM_AttentionCausal(benchmark::State& state) { run_attention(state, true, false); }
-void BM_AttentionScalar(benchmark::State& state) { run_attention(state, false, true); }
+void BM_Attention(benchmark::State& state) { attention_case(state, false, Tile::kBest); }
+void BM_AttentionCausal(benchmark::State& state) { attention_case(state, true, Tile::kBest); }
+void BM_AttentionScalar(benchmark::State& state) { attention_case(state, false, Tile::kScalar); }
+void BM_AttentionBf16(benchmark::State& state) { attention_case(state, false, Tile::kBf16); }
 
 void one_thread(benchmark::internal::Benchmark* b) {
   for (int s : {128, 512, 2048}) b->Args({s, 1});
@@ -78,6 +87,7 @@ BENCHMARK(BM_Attention)->Apply(one_thread);
 BENCHMARK(BM_Attention)->Apply(two_threads);
 BENCHMARK(BM_AttentionCausal)->Apply(one_thread);
 BENCHMARK(BM_AttentionScalar)->Args({128, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionBf16)->Apply(one_thread);
 
 }  // namespace
 

@@ -8,11 +8,11 @@ namespace peregrine::passes {
 namespace {
 
 // Ops whose CPU kernels have a bf16 path (kernels/conv.cc, conv_nd.cc, conv_transpose.cc,
-// matmul.cc). A kernel that meets a shape its bf16 path does not take (a depthwise conv)
-// computes in float32 and says so in its name.
+// matmul.cc, attention.cc). A kernel that meets a shape its bf16 path does not take (a
+// depthwise conv) computes in float32 and says so in its name.
 constexpr const char* kReducedPrecisionOps[] = {
-    "Conv", "peregrine.FusedConv", "ConvTranspose", "MatMul", "peregrine.FusedMatMul",
-    "Gemm", "peregrine.FusedGemm",
+    "Conv", "peregrine.FusedConv", "ConvTranspose",       "MatMul", "peregrine.FusedMatMul",
+    "Gemm", "peregrine.FusedGemm", "peregrine.Attention",
 };
 
 std::string qualified_op(const ir::Node& n) {

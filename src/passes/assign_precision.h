@@ -2,8 +2,9 @@
 // reduced-precision kernel. Not one of the optimization levels' passes: it runs whenever a
 // session asks for a precision, after them (fused nodes exist by then), at every level.
 //
-// Matches:  GEMM-class nodes (kReducedPrecisionOps: Conv, ConvTranspose, MatMul, Gemm and the
-//           fused forms) of the graph and of its If / Loop / Scan bodies.
+// Matches:  GEMM-class nodes (kReducedPrecisionOps: Conv, ConvTranspose, MatMul, Gemm, the
+//           fused forms and peregrine.Attention) of the graph and of its If / Loop / Scan
+//           bodies.
 // Produces: node.precision = `precision` on each, except nodes kept in float32 by name or by
 //           op type (`keep_fp32`, e.g. "node_Conv_754" or "Conv" / "peregrine.FusedConv").
 //           Everything else stays float32: normalization, softmax, elementwise and data

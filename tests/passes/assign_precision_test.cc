@@ -38,6 +38,23 @@ TEST(AssignPrecision, MarksGemmClassNodesOnly) {
   EXPECT_EQ(precision_of(g, "Flatten"), Precision::kFloat32);
 }
 
+// The fused attention takes the precision (its products run in bf16); a Softmax outside it
+// stays float32.
+TEST(AssignPrecision, MarksFusedAttention) {
+  GraphBuilder b;
+  const std::string q = b.input("q", {1, 4, 8}), k = b.input("k", {1, 4, 8}),
+                    v = b.input("v", {1, 4, 8});
+  auto& attention = b.node("Attention", {q, k, v});
+  attention.domain = "peregrine";
+  b.output(b.op("Softmax", {attention.outputs[0]}));
+  ir::Graph g = b.build();
+  auto count = passes::assign_precision(g, Precision::kBFloat16, {});
+  ASSERT_TRUE(count.is_ok()) << count.status().message();
+  EXPECT_EQ(*count, 1);
+  EXPECT_EQ(precision_of(g, "Attention"), Precision::kBFloat16);
+  EXPECT_EQ(precision_of(g, "Softmax"), Precision::kFloat32);
+}
+
 TEST(AssignPrecision, Float32LeavesEveryNodeFloat32) {
   ir::Graph g = conv_relu_matmul();
   auto count = passes::assign_precision(g, Precision::kFloat32, {});

@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
 #include "backends/reference/reference_backend.h"
-#include "passes/pass_util.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
+#include "passes/pass_util.h"
 #include "runtime/executor.h"
 #include "runtime/type_inference.h"
 
@@ -36,22 +38,35 @@ std::vector<const cpu::AttentionKernelInfo*> available_kernels() {
   return out;
 }
 
-// Head-form problem: Q (B, Sq, H*D), K (B, Skv, H*D), V (B, Skv, H*Dv), out (B, Sq, H*Dv);
-// mask of shape `mask_shape` broadcast to the scores (B, H, Sq, Skv) (empty shape: no mask).
+// How the driver finds K: row-major in the head form (B, Skv, H*D), transposed per head
+// (B, H, D, Skv), or neither (per head, key j feature e at 2 j + 2 Skv e: no stride is 1).
+enum class KeyLayout { kRows, kTransposed, kStrided };
+
+// Head-form problem: Q (B, Sq, H*D), K (B, Skv, H*D) or as `keys` says, V (B, Skv, H*Dv), out
+// (B, Sq, H*Dv); mask of shape `mask_shape` broadcast to the scores (B, H, Sq, Skv) (empty
+// shape: no mask).
 struct Case {
   int64_t b, h, sq, skv, d, dv;
   Shape mask_shape;  // rank 4 (1 where broadcast), or {} for none
   bool causal = false;
+  KeyLayout keys = KeyLayout::kRows;
 };
 
 std::string describe(const Case& c) {
   return "B=" + std::to_string(c.b) + " H=" + std::to_string(c.h) + " Sq=" + std::to_string(c.sq) +
          " Skv=" + std::to_string(c.skv) + " D=" + std::to_string(c.d) +
          " Dv=" + std::to_string(c.dv) + " mask=" + shape_to_string(c.mask_shape) +
-         " causal=" + std::to_string(c.causal);
+         " causal=" + std::to_string(c.causal) + " keys=" + std::to_string(int(c.keys));
 }
 
-void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int threads) {
+float bf16_rounded(float x) { return cpu::bf16_bits_to_float(cpu::float_to_bf16_bits(x)); }
+
+// The driver against softmax(Q K^T * scale + mask) V in double. With `bf16`, the reference
+// takes Q * scale, K and V rounded to bf16 as the kernel does; what remains is the kernel's
+// rounding of P to bf16, a relative error of at most 2^-9 per weight, so at most 2^-9 of
+// max |V| per output.
+void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int threads,
+                  bool bf16 = false) {
   SCOPED_TRACE(std::string(kernel.name) + " " + describe(c) +
                " threads=" + std::to_string(threads));
   const int64_t hd = c.h * c.d, hdv = c.h * c.dv;
@@ -74,6 +89,19 @@ void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int thr
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(c.d, 1)));
   GuardedBuffer out(size_t(c.b * c.sq * hdv));
+  // K in the case's layout: element (b, h, j, e) of the logical head-form K.
+  std::vector<float> k_stored(k.size() * (c.keys == KeyLayout::kStrided ? 2 : 1), NAN);
+  int64_t k_rs = hd, k_cs = 1, k_bs = c.skv * hd, k_hs = c.d;
+  if (c.keys == KeyLayout::kTransposed) k_rs = 1, k_cs = c.skv;
+  if (c.keys == KeyLayout::kStrided) k_rs = 2, k_cs = 2 * c.skv;
+  if (c.keys != KeyLayout::kRows) k_hs = 2 * c.d * c.skv, k_bs = c.h * k_hs;
+  if (c.keys == KeyLayout::kTransposed) k_hs = c.d * c.skv, k_bs = c.h * k_hs;
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.h; ++h)
+      for (int64_t j = 0; j < c.skv; ++j)
+        for (int64_t e = 0; e < c.d; ++e)
+          k_stored[size_t(b * k_bs + h * k_hs + j * k_rs + e * k_cs)] =
+              k[size_t((b * c.skv + j) * hd + h * c.d + e)];
 
   cpu::AttentionProblem p;
   p.batch_rank = 2;
@@ -95,7 +123,11 @@ void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int thr
     return o;
   };
   p.q = operand(q.data(), c.sq, c.d);
-  p.k = operand(k.data(), c.skv, c.d);
+  p.k.data = k_stored.data();
+  p.k.batch_strides[0] = k_bs;
+  p.k.batch_strides[1] = k_hs;
+  p.k.rs = k_rs;
+  p.k.cs = k_cs;
   p.v = operand(v.data(), c.skv, c.dv);
   p.out = operand(out.data(), c.sq, c.dv);
   if (!mask.empty()) {
@@ -105,8 +137,12 @@ void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int thr
     p.mask.rs = mstride[2];
     p.mask.cs = mstride[3];
   }
-  cpu::f32_attention(kernel, p, threads);
+  cpu::run_attention(kernel, p, threads);
 
+  auto rounded = [&](float x) { return bf16 ? bf16_rounded(x) : x; };
+  float v_max = 0;
+  for (float x : v) v_max = std::max(v_max, std::abs(x));
+  const double tolerance_abs = 2e-5 + (bf16 ? std::ldexp(double(v_max), -9) : 0.0);
   std::vector<double> s(size_t(c.skv));
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t h = 0; h < c.h; ++h)
@@ -114,10 +150,12 @@ void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int thr
         double mx = -INFINITY;
         for (int64_t j = 0; j < c.skv; ++j) {
           double dot = 0;
-          for (int64_t e = 0; e < c.d; ++e)
-            dot += double(q[size_t((b * c.sq + i) * hd + h * c.d + e)]) *
-                   k[size_t((b * c.skv + j) * hd + h * c.d + e)];
-          double x = dot * scale;
+          for (int64_t e = 0; e < c.d; ++e) {
+            const float qe = q[size_t((b * c.sq + i) * hd + h * c.d + e)];
+            const float ke = k[size_t((b * c.skv + j) * hd + h * c.d + e)];
+            dot += bf16 ? double(rounded(qe * scale)) * rounded(ke) : double(qe) * ke * scale;
+          }
+          double x = dot;
           const int64_t idx[4] = {b, h, i, j};
           if (!mask.empty()) {
             int64_t off = 0;
@@ -133,10 +171,10 @@ void check_driver(const cpu::AttentionKernelInfo& kernel, const Case& c, int thr
         for (int64_t col = 0; col < c.dv; ++col) {
           double want = 0;
           for (int64_t j = 0; j < c.skv; ++j)
-            want += s[size_t(j)] * v[size_t((b * c.skv + j) * hdv + h * c.dv + col)];
+            want += s[size_t(j)] * rounded(v[size_t((b * c.skv + j) * hdv + h * c.dv + col)]);
           want /= sum;
           const float got = out.data()[(b * c.sq + i) * hdv + h * c.dv + col];
-          ASSERT_NEAR(got, want, 2e-5 + 2e-5 * std::abs(want))
+          ASSERT_NEAR(got, want, tolerance_abs + 2e-5 * std::abs(want))
               << "b=" << b << " h=" << h << " i=" << i << " col=" << col;
         }
       }
@@ -169,10 +207,39 @@ TEST(CpuAttention, DriverMatchesNaiveAtEveryIsa) {
       {1, 2, 70, 70, 8, 8, {1, 1, 70, 70}, true},
       // Keys and values packed once for many query blocks, three key blocks, mask and causal.
       {1, 2, 260, 300, 24, 20, {1, 1, 260, 300}, true},
+      // K^T (k_transposed) and K with no contiguous axis.
+      {1, 3, 13, 70, 9, 7, {}, false, KeyLayout::kTransposed},
+      {1, 2, 200, 140, 33, 40, {1, 1, 1, 140}, false, KeyLayout::kTransposed},
+      {1, 3, 13, 70, 9, 7, {1, 3, 13, 70}, true, KeyLayout::kStrided},
   };
   for (const auto* kernel : available_kernels())
     for (const Case& c : cases)
       for (int threads : {1, 2, 3}) check_driver(*kernel, c, threads);
+}
+
+// The same cases on the bf16 tile, where this CPU has AVX512_BF16, against a reference on the
+// bf16-rounded operands; plus head sizes past 32 features and odd key counts (the bf16 pairs).
+TEST(CpuAttention, Bf16DriverMatchesRoundedNaive) {
+  const cpu::AttentionKernelInfo* kernel = cpu::bf16_attention_kernel();
+  if (kernel == nullptr) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  const std::vector<Case> cases = {
+      {1, 1, 1, 1, 1, 1, {}},
+      {1, 3, 7, 7, 7, 7, {}},
+      {1, 12, 127, 127, 64, 64, {1, 1, 1, 127}},
+      {1, 1, 130, 70, 16, 17, {}},
+      {1, 2, 300, 197, 64, 48, {}},
+      {4, 4, 256, 256, 36, 36, {}},
+      {1, 2, 29, 45, 80, 33, {1, 1, 1, 45}},  // 40 pairs: a 16-pair transpose block and a part
+      {2, 3, 7, 13, 8, 8, {2, 3, 7, 13}},
+      {1, 3, 13, 13, 64, 64, {}, true},
+      {2, 3, 7, 130, 16, 16, {2, 1, 1, 130}, true},
+      {1, 2, 260, 300, 24, 20, {1, 1, 260, 300}, true},
+      {1, 3, 13, 70, 9, 7, {}, false, KeyLayout::kTransposed},
+      {1, 2, 200, 140, 33, 40, {1, 1, 1, 140}, false, KeyLayout::kTransposed},
+      {1, 3, 13, 70, 9, 7, {1, 3, 13, 70}, true, KeyLayout::kStrided},
+  };
+  for (const Case& c : cases)
+    for (int threads : {1, 2, 3}) check_driver(*kernel, c, threads, /*bf16=*/true);
 }
 
 TEST(CpuAttention, EmptyShapesDoNothing) {
@@ -182,7 +249,7 @@ TEST(CpuAttention, EmptyShapesDoNothing) {
     p.batch_dims[0] = 0;  // no batch
     p.batch_dims[1] = 3;
     p.sq = p.skv = p.d = p.dv = 4;
-    cpu::f32_attention(*kernel, p, 2);  // touches nothing (all pointers null)
+    cpu::run_attention(*kernel, p, 2);  // touches nothing (all pointers null)
   }
 }
 

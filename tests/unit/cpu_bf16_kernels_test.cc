@@ -1,6 +1,6 @@
-// Conv, MatMul and Gemm nodes at bf16 precision through the CPU backend, against the reference
-// backend run on the same inputs rounded to bf16 (products of bf16 values are exact in float32,
-// so only the order of the float32 sums differs): odd shapes, groups, strides, pads, the
+// Conv, MatMul, Gemm and Attention nodes at bf16 precision through the CPU backend, against the
+// reference backend run on the same inputs rounded to bf16 (products of bf16 values are exact in
+// float32, so only the order of the float32 sums differs): odd shapes, groups, strides, pads, the
 // fused epilogue, 1-3 threads. Depthwise convs stay float32 and match the unrounded reference.
 // Skipped where the CPU has no AVX512_BF16.
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ Tensor rounded(const Tensor& t) {
 void check(const std::string& op, const std::vector<std::pair<std::string, Tensor>>& inputs,
            const std::vector<bool>& constant, const std::vector<ir::Attribute>& attrs,
            const std::vector<bool>& rounded_inputs, const std::string& kernel_part,
-           const std::string& domain = "") {
+           const std::string& domain = "", float atol = 2e-4f) {
   std::vector<std::pair<std::string, Tensor>> ref_inputs = inputs;
   for (size_t i = 0; i < ref_inputs.size(); ++i)
     if (rounded_inputs[i]) ref_inputs[i].second = rounded(ref_inputs[i].second);
@@ -51,7 +51,7 @@ void check(const std::string& op, const std::vector<std::pair<std::string, Tenso
     std::string kernel;
     const Tensor got = g.run(cpu_backend(), threads, &kernel);
     EXPECT_NE(kernel.find(kernel_part), std::string::npos) << kernel;
-    expect_close(got, want, 2e-4f, 2e-5f);
+    expect_close(got, want, atol, 2e-5f);
   }
 }
 
@@ -169,6 +169,36 @@ TEST(CpuBf16MatMul, MatchesReferenceOnRoundedInputs) {
     SCOPED_TRACE("matmul " + shape_to_string(c.a) + " x " + shape_to_string(c.b));
     check("MatMul", {{"A", random_tensor(c.a, 1)}, {"Bm", random_tensor(c.b, 2)}}, {false, true},
           {}, {true, true}, "bf16");
+  }
+}
+
+// peregrine.Attention at bf16: Q, K and V rounded for the reference (the scale 0.125 is a power
+// of two, so rounding Q then scaling is the kernel's rounding of the scaled Q). The kernel also
+// rounds the softmax weights P to bf16, a relative error of at most 2^-9 each; with V in
+// [-1, 1] an output moves by at most 2^-9 < 2e-3.
+TEST(CpuBf16Attention, MatchesReferenceOnRoundedInputs) {
+  if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  struct Case {
+    Shape q, k, v, mask;
+    int64_t heads, k_transposed, causal;
+  };
+  for (const Case& c :
+       {Case{{1, 13, 3 * 7}, {1, 13, 3 * 7}, {1, 13, 3 * 5}, {}, 3, 0, 0},
+        Case{{2, 130, 2 * 64}, {2, 130, 2 * 64}, {2, 130, 2 * 64}, {2, 1, 1, 130}, 2, 0, 1},
+        Case{{1, 3, 29, 40}, {1, 3, 40, 45}, {1, 3, 45, 33}, {1, 1, 1, 45}, 0, 1, 0}}) {
+    SCOPED_TRACE("attention Q=" + shape_to_string(c.q) + " K=" + shape_to_string(c.k));
+    std::vector<std::pair<std::string, Tensor>> inputs = {
+        {"Q", random_tensor(c.q, 1)}, {"K", random_tensor(c.k, 2)}, {"V", random_tensor(c.v, 3)}};
+    std::vector<bool> constant = {false, false, false}, rounded_inputs = {true, true, true};
+    if (!c.mask.empty()) {
+      inputs.push_back({"M", random_tensor(c.mask, 4)});
+      constant.push_back(false);
+      rounded_inputs.push_back(false);
+    }
+    check("Attention", inputs, constant,
+          {int_attr("num_heads", c.heads), float_attr("scale", 0.125f),
+           int_attr("k_transposed", c.k_transposed), int_attr("causal", c.causal)},
+          rounded_inputs, "bf16_attention", "peregrine", 2e-3f);
   }
 }
 

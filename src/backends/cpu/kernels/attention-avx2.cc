@@ -111,8 +111,14 @@ struct Ymm {
 }  // namespace
 
 void f32_attention_tile__avx2(const AttentionTile& t) { attention_tile<Ymm>(t); }
-void f32_attention_pack__avx2(const AttentionTile& t, float* k_dst, float* v_dst) {
-  attention_pack<Ymm>(t, k_dst, v_dst);
+void f32_attention_pack__avx2(const AttentionTile& t, void* k_dst, void* v_dst) {
+  attention_pack<F32Products<Ymm>>(t, k_dst, v_dst);
+}
+int64_t f32_attention_key_words__avx2(int64_t skv, int64_t d) {
+  return attention_packed_key_elems<F32Products<Ymm>>(skv, d);
+}
+int64_t f32_attention_value_words__avx2(int64_t skv, int64_t dv) {
+  return attention_packed_value_elems<F32Products<Ymm>>(skv, dv);
 }
 
 }  // namespace peregrine::cpu::avx2

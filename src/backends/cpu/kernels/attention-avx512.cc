@@ -1,106 +1,24 @@
 // The attention tile (kernels/attention.h), AVX-512F, 16 float lanes: the algorithm of
-// kernels/attention_tile_impl.h on 512-bit registers. Register tiles 4 rows x 32 columns (8 zmm
-// accumulators, 2 loads and 4 broadcasts per 8 FMAs: half the loads and broadcasts per FLOP of
-// the AVX2 tile); key panels of 32 keys, packed through 16x16 register transposes.
-#include <immintrin.h>
-
-#include <algorithm>
+// kernels/attention_tile_impl.h on 512-bit registers (kernels/attention_zmm.h) with float32
+// products. Register tiles 6 rows x 32 columns (12 zmm accumulators, 2 loads and 6 broadcasts
+// per 12 FMAs: half the loads and broadcasts per FLOP of the AVX2 tile).
 #include <cstdint>
 
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/attention_tile_impl.h"
-#include "backends/cpu/ukernels/f32_transpose_avx512.h"
-
-// GCC 12's _mm512_max_ps / _mm512_min_ps / _mm512_reduce_* pass an _mm512_undefined_ps()
-// pass-through operand that -Wmaybe-uninitialized reports once inlined; it is never read.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "backends/cpu/kernels/attention_zmm.h"
 
 namespace peregrine::cpu::avx512 {
 
-namespace {
-
-constexpr int64_t kPanel = 32;  // keys per packed panel: one 6 x 32 tile's columns
-
-// exp(x) for x <= 88, as exp256 in the AVX2 file (Cody-Waite reduction, degree-5 polynomial,
-// ~2 ulp); x < ln(FLT_MIN), including -inf, gives exactly 0.
-inline __m512 exp512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.33654f);
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);  // false for x < lo and NaN
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-  y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i e = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);  // 2^n, n >= -126
-  return _mm512_maskz_mul_ps(keep, y, _mm512_castsi512_ps(e));
-}
-
-// Packs keys [0, kb) of K (key j feature e at k[j * rs + e * cs]) as ceil(kb / 32) panels of
-// (d, 32): panel[e * 32 + jj] = K(32 * panel + jj, e), keys past kb zero. Row-major K goes
-// through 16 x 16 register transposes (scalar at the d % 16 and kb % 16 edges); K^T rows copy.
-void pack_key_panels_32(const float* k, int64_t rs, int64_t cs, int64_t kb, int64_t d, float* dst) {
-  const int64_t panels = (kb + kPanel - 1) / kPanel;
-  std::fill(dst, dst + panels * kPanel * d, 0.0f);
-  for (int64_t j0 = 0; j0 < kb; j0 += kPanel) {
-    float* panel = dst + (j0 / kPanel) * kPanel * d;
-    const int64_t keys = std::min<int64_t>(kPanel, kb - j0);
-    if (rs == 1) {  // K^T: each feature's keys are contiguous
-      for (int64_t e = 0; e < d; ++e)
-        std::copy(k + e * cs + j0, k + e * cs + j0 + keys, panel + e * kPanel);
-      continue;
-    }
-    int64_t jj = 0;
-    for (; jj + 16 <= keys && cs == 1; jj += 16) {
-      const float* src = k + (j0 + jj) * rs;
-      int64_t e = 0;
-      for (; e + 16 <= d; e += 16) {
-        __m512 r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * rs + e);
-        transpose16x16(r);  // r[f]: feature e + f of the 16 keys
-        for (int f = 0; f < 16; ++f) _mm512_storeu_ps(panel + (e + f) * kPanel + jj, r[f]);
-      }
-      for (; e < d; ++e)
-        for (int64_t x = 0; x < 16; ++x) panel[e * kPanel + jj + x] = src[x * rs + e];
-    }
-    for (; jj < keys; ++jj)
-      for (int64_t e = 0; e < d; ++e) panel[e * kPanel + jj] = k[(j0 + jj) * rs + e * cs];
-  }
-}
-
-struct Zmm {
-  using Reg = __m512;
-  static constexpr int64_t kLanes = 16;
-  static Reg zero() { return _mm512_setzero_ps(); }
-  static Reg set1(float x) { return _mm512_set1_ps(x); }
-  static Reg loadu(const float* p) { return _mm512_loadu_ps(p); }
-  static void storeu(float* p, Reg v) { _mm512_storeu_ps(p, v); }
-  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
-  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
-  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
-  static float reduce_max(Reg v) { return _mm512_reduce_max_ps(v); }
-  static float reduce_add(Reg v) { return _mm512_reduce_add_ps(v); }
-  static Reg exp(Reg v) { return exp512(v); }
-  static void pack_key_panels(const float* k, int64_t rs, int64_t cs, int64_t kb, int64_t d,
-                              float* dst) {
-    pack_key_panels_32(k, rs, cs, kb, d, dst);
-  }
-};
-
-}  // namespace
-
 void f32_attention_tile__avx512(const AttentionTile& t) { attention_tile<Zmm>(t); }
-void f32_attention_pack__avx512(const AttentionTile& t, float* k_dst, float* v_dst) {
-  attention_pack<Zmm>(t, k_dst, v_dst);
+void f32_attention_pack__avx512(const AttentionTile& t, void* k_dst, void* v_dst) {
+  attention_pack<F32Products<Zmm>>(t, k_dst, v_dst);
+}
+int64_t f32_attention_key_words__avx512(int64_t skv, int64_t d) {
+  return attention_packed_key_elems<F32Products<Zmm>>(skv, d);
+}
+int64_t f32_attention_value_words__avx512(int64_t skv, int64_t dv) {
+  return attention_packed_value_elems<F32Products<Zmm>>(skv, dv);
 }
 
 }  // namespace peregrine::cpu::avx512

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm/aligned_buffer.h"
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace peregrine::cpu {
@@ -57,13 +59,28 @@ void f32_attention_tile__scalar(const AttentionTile& t) {
 
 namespace {
 
+// The float32 tiles, one per ISA level. Their query blocks are multiples of 4 rows (the
+// attention benchmark's shapes: ViT's 197 tokens as 100 + 97).
 const AttentionKernelInfo kAttentionKernels[] = {
-    {Isa::kScalar, "f32_attention_tile__scalar", scalar::f32_attention_tile__scalar, nullptr},
+    {Isa::kScalar, "f32_attention_tile__scalar", scalar::f32_attention_tile__scalar, nullptr,
+     nullptr, nullptr, 4},
     {Isa::kAvx2, "f32_attention_tile__avx2", avx2::f32_attention_tile__avx2,
-     avx2::f32_attention_pack__avx2},
+     avx2::f32_attention_pack__avx2, avx2::f32_attention_key_words__avx2,
+     avx2::f32_attention_value_words__avx2, 4},
     {Isa::kAvx512, "f32_attention_tile__avx512", avx512::f32_attention_tile__avx512,
-     avx512::f32_attention_pack__avx512},
+     avx512::f32_attention_pack__avx512, avx512::f32_attention_key_words__avx512,
+     avx512::f32_attention_value_words__avx512, 4},
 };
+
+// Query blocks of whole 14-row tiles of the bf16 GEMM micro-kernel.
+const AttentionKernelInfo kBf16AttentionKernel = {
+    Isa::kAvx512,
+    "bf16_attention_tile__avx512bf16",
+    avx512bf16::bf16_attention_tile__avx512bf16,
+    avx512bf16::bf16_attention_pack__avx512bf16,
+    avx512bf16::bf16_attention_key_words__avx512bf16,
+    avx512bf16::bf16_attention_value_words__avx512bf16,
+    14};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -88,22 +105,31 @@ const AttentionKernelInfo& f32_attention_kernel() {
   return k ? *k : kAttentionKernels[0];
 }
 
-void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p, int num_threads) {
+const AttentionKernelInfo* bf16_attention_kernel() {
+  return bf16_unavailable_reason().empty() ? &kBf16AttentionKernel : nullptr;
+}
+
+void run_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p, int num_threads) {
   int64_t batches = 1;
   for (int i = 0; i < p.batch_rank; ++i) batches *= p.batch_dims[i];
   if (batches == 0 || p.sq == 0 || p.dv == 0) return;
   num_threads = std::max(1, num_threads);
   // Query blocks: at most kAttentionQueryBlock rows (kAttentionCausalQueryBlock causal), as
-  // even as multiples of 4 (the P.V tile height) allow (197 rows: 100 + 97, not 128 + 69),
-  // smaller when that leaves threads idle (batch-1, few heads).
-  const int64_t max_rows = p.causal ? kAttentionCausalQueryBlock : kAttentionQueryBlock;
-  int64_t qb = std::min(p.sq, (ceil_div(p.sq, ceil_div(p.sq, max_rows)) + 3) / 4 * 4);
-  while (qb > 4 && batches * ceil_div(p.sq, qb) < 2 * num_threads) qb = (qb / 2 + 3) / 4 * 4;
+  // even as multiples of the kernel's row tile allow (197 rows in tiles of 4: 100 + 97, not
+  // 128 + 69), smaller when that leaves threads idle (batch-1, few heads).
+  const int64_t tile = kernel.row_tile;
+  const int64_t max_rows =
+      std::max(tile, (p.causal ? kAttentionCausalQueryBlock : kAttentionQueryBlock) / tile * tile);
+  auto whole_tiles = [&](int64_t rows) { return ceil_div(rows, tile) * tile; };
+  int64_t qb = std::min(p.sq, whole_tiles(ceil_div(p.sq, ceil_div(p.sq, max_rows))));
+  while (qb > tile && batches * ceil_div(p.sq, qb) < 2 * num_threads) qb = whole_tiles(qb / 2);
   const int64_t blocks = ceil_div(p.sq, qb);
-  const int64_t k_floats = attention_packed_key_floats(p.skv, p.d);
-  const int64_t v_floats = attention_packed_value_floats(p.skv, p.dv);
+  // Each batch index's packed keys, then values, at 64-byte boundaries (16 words).
+  auto aligned_words = [](int64_t words) { return ceil_div(words, 16) * 16; };
+  const int64_t k_words = kernel.pack ? aligned_words(kernel.key_words(p.skv, p.d)) : 0;
+  const int64_t v_words = kernel.pack ? aligned_words(kernel.value_words(p.skv, p.dv)) : 0;
   const bool shared_pack = kernel.pack != nullptr && blocks > 1 &&
-                           batches * (k_floats + v_floats) * 4 <= kMaxSharedPackBytes;
+                           batches * (k_words + v_words) * 4 <= kMaxSharedPackBytes;
   auto make_tile = [&](int64_t t) {
     int64_t b = t / blocks;
     const int64_t i0 = (t % blocks) * qb;
@@ -146,18 +172,17 @@ void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p,
                                    [&](int64_t t, int) { kernel.tile(make_tile(t)); });
     return;
   }
-  thread_local std::vector<float> packed;
-  if (static_cast<int64_t>(packed.size()) < batches * (k_floats + v_floats))
-    packed.resize(static_cast<size_t>(batches * (k_floats + v_floats)));
-  float* k_packed = packed.data();
-  float* v_packed = k_packed + batches * k_floats;
+  // 4-byte words: float32 or bf16 pairs, as the kernel packs them.
+  thread_local GrowBuffer<uint32_t> packed;
+  uint32_t* k_packed = packed.get(static_cast<size_t>(batches * (k_words + v_words)));
+  uint32_t* v_packed = k_packed + batches * k_words;
   cpu_thread_pool().parallel_for(batches, num_threads, [&](int64_t b, int) {
-    kernel.pack(make_tile(b * blocks), k_packed + b * k_floats, v_packed + b * v_floats);
+    kernel.pack(make_tile(b * blocks), k_packed + b * k_words, v_packed + b * v_words);
   });
   cpu_thread_pool().parallel_for(batches * blocks, num_threads, [&](int64_t t, int) {
     AttentionTile tile = make_tile(t);
-    tile.k_packed = k_packed + (t / blocks) * k_floats;
-    tile.v_packed = v_packed + (t / blocks) * v_floats;
+    tile.k_packed = k_packed + (t / blocks) * k_words;
+    tile.v_packed = v_packed + (t / blocks) * v_words;
     kernel.tile(tile);
   });
 }
@@ -200,9 +225,9 @@ bool grouped_per_head(const Tensor& q, const Tensor& k, const Tensor& v) {
 
 class AttentionKernel : public PreparedKernel {
  public:
-  AttentionKernel(int64_t heads, int64_t kv_heads, bool k_transposed, float scale, float softcap,
-                  bool causal, bool empty_rows_zero)
-      : kernel_(f32_attention_kernel()),
+  AttentionKernel(const AttentionKernelInfo& kernel, int64_t heads, int64_t kv_heads,
+                  bool k_transposed, float scale, float softcap, bool causal, bool empty_rows_zero)
+      : kernel_(kernel),
         heads_(heads),
         kv_heads_(kv_heads > 0 ? kv_heads : heads),
         k_transposed_(k_transposed),
@@ -223,7 +248,7 @@ class AttentionKernel : public PreparedKernel {
       if (out.dim(i) != out_shape.dims[i]) return run_reference(ctx);
     if (out.numel() == 0) return Status::ok();
     p.out.data = out.data<float>();
-    f32_attention(kernel_, p, ctx.num_threads());
+    run_attention(kernel_, p, ctx.num_threads());
     return Status::ok();
   }
 
@@ -415,8 +440,12 @@ Expected<std::unique_ptr<PreparedKernel>> prepare_attention(const ir::Node& node
   if (heads < 0) return invalid_model(node.describe() + ": num_heads must be >= 0");
   if (kv_heads < 0 || (kv_heads > 0 && (heads == 0 || heads % kv_heads != 0)))
     return invalid_model(node.describe() + ": kv_num_heads must divide num_heads");
+  // At bf16 precision (passes/assign_precision.h) the products run in bf16.
+  const AttentionKernelInfo* bf16 =
+      node.precision == Precision::kBFloat16 ? bf16_attention_kernel() : nullptr;
   return std::unique_ptr<PreparedKernel>(std::make_unique<AttentionKernel>(
-      heads, kv_heads, k_transposed != 0, scale, softcap, causal != 0, empty_rows_zero != 0));
+      bf16 ? *bf16 : f32_attention_kernel(), heads, kv_heads, k_transposed != 0, scale, softcap,
+      causal != 0, empty_rows_zero != 0));
 }
 
 }  // namespace peregrine::cpu

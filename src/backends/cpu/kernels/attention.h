@@ -83,43 +83,53 @@ struct AttentionTile {
   float scale;
   float softcap = 0.0f;          // as AttentionProblem::softcap
   bool empty_rows_zero = false;  // as AttentionProblem::empty_rows_zero
-  // Keys and values already packed for every key (the pack function below), shared by the
+  // Keys and values already packed for every key (the kernel's pack function), shared by the
   // query blocks of one batch index; nullptr: the tile packs each key block itself.
-  const float* k_packed = nullptr;
-  const float* v_packed = nullptr;
+  const void* k_packed = nullptr;
+  const void* v_packed = nullptr;
 };
 
-using F32AttentionTileFn = void (*)(const AttentionTile& tile);
-// Packs a tile's keys and values for all skv keys, as the tile packs one key block: k_dst of
-// attention_packed_key_floats(skv, d) floats, v_dst of attention_packed_value_floats(skv, dv).
-using F32AttentionPackFn = void (*)(const AttentionTile& tile, float* k_dst, float* v_dst);
-// Bounds for every vector width (key panels of up to 32 keys, rows of up to 16 lanes).
-inline int64_t attention_packed_key_floats(int64_t skv, int64_t d) {
-  return (skv + 31) / 32 * 32 * d;
-}
-inline int64_t attention_packed_value_floats(int64_t skv, int64_t dv) {
-  return skv * ((dv + 15) / 16 * 16);
-}
+using AttentionTileFn = void (*)(const AttentionTile& tile);
+// Packs a tile's keys and values for all skv keys, as the tile packs one key block, into
+// k_dst / v_dst of the sizes below, 64-byte aligned.
+using AttentionPackFn = void (*)(const AttentionTile& tile, void* k_dst, void* v_dst);
+// 4-byte words of a batch index's packed keys (skv, d) or values (skv, dv).
+using AttentionPackedWordsFn = int64_t (*)(int64_t skv, int64_t width);
 
 namespace scalar {
 void f32_attention_tile__scalar(const AttentionTile& tile);
 }  // namespace scalar
 // The vector tiles: kernels/attention_tile_impl.h over 8 lanes (AVX2, 6-row x 16-column register
-// tiles) and 16 (AVX-512, 6 x 32).
+// tiles) and 16 (AVX-512, 6 x 32), float32 products; and over 16 lanes with bf16 products
+// (AVX-512 BF16: the bf16 GEMM micro-kernel's 14 x 32 tiles, kernels/attention-avx512bf16.cc).
 namespace avx2 {
 void f32_attention_tile__avx2(const AttentionTile& tile);
-void f32_attention_pack__avx2(const AttentionTile& tile, float* k_dst, float* v_dst);
+void f32_attention_pack__avx2(const AttentionTile& tile, void* k_dst, void* v_dst);
+int64_t f32_attention_key_words__avx2(int64_t skv, int64_t d);
+int64_t f32_attention_value_words__avx2(int64_t skv, int64_t dv);
 }  // namespace avx2
 namespace avx512 {
 void f32_attention_tile__avx512(const AttentionTile& tile);
-void f32_attention_pack__avx512(const AttentionTile& tile, float* k_dst, float* v_dst);
+void f32_attention_pack__avx512(const AttentionTile& tile, void* k_dst, void* v_dst);
+int64_t f32_attention_key_words__avx512(int64_t skv, int64_t d);
+int64_t f32_attention_value_words__avx512(int64_t skv, int64_t dv);
 }  // namespace avx512
+namespace avx512bf16 {
+void bf16_attention_tile__avx512bf16(const AttentionTile& tile);
+void bf16_attention_pack__avx512bf16(const AttentionTile& tile, void* k_dst, void* v_dst);
+int64_t bf16_attention_key_words__avx512bf16(int64_t skv, int64_t d);
+int64_t bf16_attention_value_words__avx512bf16(int64_t skv, int64_t dv);
+}  // namespace avx512bf16
 
 struct AttentionKernelInfo {
   Isa isa;
   const char* name;  // "f32_attention_tile__avx2"
-  F32AttentionTileFn tile;
-  F32AttentionPackFn pack;  // nullptr: the tile reads K and V in place
+  AttentionTileFn tile;
+  AttentionPackFn pack;                           // nullptr: the tile reads K and V in place
+  AttentionPackedWordsFn key_words, value_words;  // the pack's sizes (with pack)
+  // Query blocks are rounded up to a multiple of this many rows: the products' register tile
+  // height, so a block's rows do not end in a short tile.
+  int64_t row_tile;
 };
 
 // The entry for `isa`, or nullptr when this CPU cannot run it.
@@ -127,8 +137,12 @@ const AttentionKernelInfo* f32_attention_kernel_for(Isa isa);
 // The entry for selected_isa().
 const AttentionKernelInfo& f32_attention_kernel();
 
+// The bf16 tile (products in bf16 with float32 accumulation, softmax in float32), or nullptr
+// where bf16_unavailable_reason() (gemm/bf16_gemm.h) says why not.
+const AttentionKernelInfo* bf16_attention_kernel();
+
 // Runs `p` on exactly min(num_threads, tasks) threads of cpu_thread_pool().
-void f32_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p, int num_threads);
+void run_attention(const AttentionKernelInfo& kernel, const AttentionProblem& p, int num_threads);
 
 // The CPU kernel of peregrine.Attention (attributes num_heads, k_transposed, scale, causal).
 // Shapes it does not handle (non-float32, batch dims that need broadcasting beyond K / V / mask

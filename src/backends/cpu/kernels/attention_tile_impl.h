@@ -1,23 +1,36 @@
-// The attention tile (contract: kernels/attention.h), written once over a vector type: each
-// including file (kernels/attention-<isa>.cc, built with its ISA's flags) supplies `V` with
+// The attention tile (contract: kernels/attention.h), written once over a vector type and a
+// products type. Each including file (kernels/attention-<isa>.cc, built with its ISA's flags)
+// supplies `V` with
 //   Reg, kLanes (floats per Reg), zero(), set1(x), loadu(p), storeu(p, v), fmadd(a, b, c),
 //   add / sub / mul / max(a, b), reduce_max(v), reduce_add(v), exp(v) (0 below ln(FLT_MIN)),
 //   pack_key_panels(k, rs, cs, kb, d, dst): keys [0, kb) as ceil(kb / kPanel) panels of
 //   (d, kPanel), panel[e * kPanel + jj] = K(kPanel * panel + jj, e), keys past kb zero,
 // and gets its own internal-linkage copy. kPanel = 2 * kLanes: one register tile's columns.
+// The products type says how the two products are computed and what their operands are
+// stored as: F32Products<V> below (float32 FMAs), or the bf16 one of
+// kernels/attention-avx512bf16.cc. It supplies
+//   Elem: the element of the query copy and the packed keys and values;
+//   query_elems(rows, d), prepare_queries(q, rs, rows, d, scale, dst): the tile's queries,
+//     scaled;
+//   key_block_elems(d), key_offset(j0, d), pack_keys(k, rs, cs, kb, d, dst): a key block;
+//   value_block_elems(dv), value_offset(j0, dv), pack_values(v, rs, kb, dv, dst): a value block;
+//   scores(q, rows, kb, d, keys, s): S(rows, kb) (row stride kKeyBlock) = Q K^T;
+//   accumulate(p, rows, kb, values, dv, acc, acc_rs): acc(rows, dv) += P(rows, kb) V.
+// key_offset / value_offset locate key j0's block (j0 a multiple of kKeyBlock) in the copies
+// packed once for all keys (attention_pack).
 //
-// The scale is folded into a contiguous copy of the tile's queries. Per key block of up to
+// The scale is folded into the copy of the tile's queries. Per key block of up to
 // kAttentionKeyBlock keys:
 //   1. S(rows, kb) = Q K^T as a small GEMM on the packed key panels (packed by the tile, or
-//      once for all query blocks) and the copy of the queries; register tile 6 queries x 2
-//      vectors of keys: 12 accumulators, 2 panel loads and 6 broadcasts of Q per feature, no
-//      horizontal sums.
+//      once for all query blocks) and the copy of the queries; F32Products' register tile is 6
+//      queries x 2 vectors of keys: 12 accumulators, 2 panel loads and 6 broadcasts of Q per
+//      feature, no horizontal sums.
 //   2. Per row: S += mask over the visible keys; invisible ones (causal, or past kb up to the
 //      next whole vector) are -inf, so the block is processed in whole vectors: running max,
 //      P = exp(S - m), row sum, and the accumulator row rescaled when m grew.
 //   3. acc(rows, dv) += P(rows, kb) V(kb, dv), V from a contiguous copy of the block with its
-//      rows zero-padded to whole vectors. Register tile: 6 rows x 2 vectors (the same
-//      micro-kernel as step 1); then 1-vector tiles.
+//      rows zero-padded to whole vectors. F32Products' register tile: 6 rows x 2 vectors (the
+//      same micro-kernel as step 1); then 1-vector tiles.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +39,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/kernels/attention.h"
 
 namespace peregrine::cpu {
@@ -36,13 +50,14 @@ constexpr int64_t kKeyBlock = kAttentionKeyBlock;
 // loads and 6 broadcasts per step (4 rows had 8 accumulators for 2 loads and 4 broadcasts).
 constexpr int kTileRows = 6;
 
+template <typename Elem>
 struct AttentionScratch {
   std::vector<float> scores;  // (kAttentionQueryBlock, kKeyBlock)
   std::vector<float> acc;     // (rows, dv)
   std::vector<float> m, l;    // per row: running max and sum
-  std::vector<float> q;       // (rows, d) contiguous copy of the tile's queries
-  std::vector<float> keys;    // the key block as (d, kPanel) panels (V::pack_key_panels)
-  std::vector<float> values;  // (kKeyBlock, dv) contiguous copy of the value block
+  GrowBuffer<Elem> q;         // the tile's queries (Products::prepare_queries)
+  GrowBuffer<Elem> keys;      // one key block (Products::pack_keys)
+  GrowBuffer<Elem> values;    // one value block (Products::pack_values)
 };
 
 // Copies the (rows, cols) matrix at src (row stride rs) to dst, contiguous, times `scale`. The
@@ -223,16 +238,49 @@ __attribute__((noinline)) void qk_scores(const float* q, int64_t rows, int64_t k
   }
 }
 
+// The float32 products: FMAs on the vector type's registers, operands stored as float32 (keys
+// as V::pack_key_panels' panels, values as rows zero-padded to whole vectors).
 template <typename V>
+struct F32Products {
+  using Elem = float;
+  static int64_t padded_dv(int64_t dv) { return (dv + V::kLanes - 1) / V::kLanes * V::kLanes; }
+  static int64_t query_elems(int64_t rows, int64_t d) { return rows * d; }
+  static void prepare_queries(const float* q, int64_t rs, int64_t rows, int64_t d, float scale,
+                              float* dst) {
+    attention_copy_rows_scaled(q, rs, rows, d, scale, dst);
+  }
+  static int64_t key_block_elems(int64_t d) { return kKeyBlock * d; }
+  static int64_t key_offset(int64_t j0, int64_t d) { return j0 * d; }
+  static void pack_keys(const float* k, int64_t rs, int64_t cs, int64_t kb, int64_t d, float* dst) {
+    V::pack_key_panels(k, rs, cs, kb, d, dst);
+  }
+  static int64_t value_block_elems(int64_t dv) { return kKeyBlock * padded_dv(dv); }
+  static int64_t value_offset(int64_t j0, int64_t dv) { return j0 * padded_dv(dv); }
+  static void pack_values(const float* v, int64_t rs, int64_t kb, int64_t dv, float* dst) {
+    attention_copy_rows_padded(v, rs, kb, dv, padded_dv(dv), dst);
+  }
+  static void scores(const float* q, int64_t rows, int64_t kb, int64_t d, const float* keys,
+                     float* s) {
+    qk_scores<V>(q, rows, kb, d, keys, s);
+  }
+  // acc's rows are padded_dv(dv) floats apart here (the tile's accumulator).
+  static void accumulate(const float* p, int64_t rows, int64_t kb, const float* values, int64_t dv,
+                         float* acc, int64_t acc_rs) {
+    pv_accumulate<V>(p, rows, kb, values, padded_dv(dv), acc, acc_rs);
+  }
+};
+
+template <typename V, typename Products = F32Products<V>>
 void attention_tile(const AttentionTile& t) {
   static_assert(kKeyBlock % (2 * V::kLanes) == 0);  // whole key panels
   using Reg = typename V::Reg;
+  using Elem = typename Products::Elem;
   constexpr int64_t L = V::kLanes;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  thread_local AttentionScratch scratch;
-  // The value block and the accumulator are dv rounded up to whole vectors, zero-padded: P V
-  // then runs on vector tiles only (head size 36, MobileViT: its last 4 columns went one
-  // element at a time); the padding columns stay zero and are not written out.
+  thread_local AttentionScratch<Elem> scratch;
+  // The accumulator's rows are dv rounded up to whole vectors, zero-padded: P V then runs on
+  // vector tiles only (head size 36, MobileViT: its last 4 columns went one element at a time);
+  // the padding columns stay zero and are not written out.
   const int64_t dvp = (t.dv + L - 1) / L * L;
   attention_grow(scratch.scores, t.rows * kKeyBlock);
   attention_grow(scratch.acc, t.rows * dvp);
@@ -247,22 +295,23 @@ void attention_tile(const AttentionTile& t) {
   std::fill(l, l + t.rows, 0.0f);
   // Keys any row of the tile sees.
   const int64_t keys = t.causal ? std::clamp<int64_t>(t.key_limit0 + t.rows - 1, 0, t.skv) : t.skv;
-  attention_grow(scratch.q, t.rows * t.d);
-  if (!t.k_packed) attention_grow(scratch.keys, kKeyBlock * t.d);
-  if (!t.v_packed) attention_grow(scratch.values, kKeyBlock * dvp);
+  Elem* key_block = t.k_packed ? nullptr : scratch.keys.get(Products::key_block_elems(t.d));
+  Elem* value_block = t.v_packed ? nullptr : scratch.values.get(Products::value_block_elems(t.dv));
   // The scale goes into the copy of Q: the scores come out of Q K^T scaled.
-  float* q = scratch.q.data();
-  attention_copy_rows_scaled(t.q, t.q_rs, t.rows, t.d, t.scale, q);
+  Elem* q = scratch.q.get(Products::query_elems(t.rows, t.d));
+  Products::prepare_queries(t.q, t.q_rs, t.rows, t.d, t.scale, q);
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
     const int64_t kb = std::min(kKeyBlock, keys - j0);
     const int64_t kb_vectors = (kb + L - 1) / L * L;
-    const float* k = t.k_packed ? t.k_packed + j0 * t.d : scratch.keys.data();
-    if (!t.k_packed)
-      V::pack_key_panels(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, scratch.keys.data());
-    const float* v = t.v_packed ? t.v_packed + j0 * dvp : scratch.values.data();  // (kb, dvp)
-    if (!t.v_packed)
-      attention_copy_rows_padded(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, dvp, scratch.values.data());
-    qk_scores<V>(q, t.rows, kb, t.d, k, scores);
+    const Elem* k = t.k_packed
+                        ? static_cast<const Elem*>(t.k_packed) + Products::key_offset(j0, t.d)
+                        : key_block;
+    if (!t.k_packed) Products::pack_keys(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d, key_block);
+    const Elem* v = t.v_packed
+                        ? static_cast<const Elem*>(t.v_packed) + Products::value_offset(j0, t.dv)
+                        : value_block;
+    if (!t.v_packed) Products::pack_values(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv, value_block);
+    Products::scores(q, t.rows, kb, t.d, k, scores);
     if (t.softcap > 0)  // scores tanh-capped before the mask (rare: the plain loop suffices)
       for (int64_t r = 0; r < t.rows; ++r)
         for (int64_t j = 0; j < kb; ++j) {
@@ -316,7 +365,7 @@ void attention_tile(const AttentionTile& t) {
       l[r] = l[r] * correction + V::reduce_add(vsum);
       m[r] = m_new;
     }
-    pv_accumulate<V>(scores, t.rows, kb, v, dvp, acc, dvp);
+    Products::accumulate(scores, t.rows, kb, v, t.dv, acc, dvp);
   }
   for (int64_t r = 0; r < t.rows; ++r) {
     // l == 0 (no visible key): NaN, as the unfused graph, or zeros when asked.
@@ -330,12 +379,30 @@ void attention_tile(const AttentionTile& t) {
 }
 
 // The tile's keys and values for all t.skv keys, packed as attention_tile packs one key block:
-// key j0's block starts at k_dst + j0 * d, value j0's row at v_dst + j0 * dvp.
-template <typename V>
-void attention_pack(const AttentionTile& t, float* k_dst, float* v_dst) {
-  constexpr int64_t L = V::kLanes;
-  V::pack_key_panels(t.k, t.k_rs, t.k_cs, t.skv, t.d, k_dst);
-  attention_copy_rows_padded(t.v, t.v_rs, t.skv, t.dv, (t.dv + L - 1) / L * L, v_dst);
+// key j0's block at Products::key_offset(j0, d) elements of k_dst, its values at
+// Products::value_offset(j0, dv) of v_dst.
+template <typename Products>
+void attention_pack(const AttentionTile& t, void* k_dst, void* v_dst) {
+  using Elem = typename Products::Elem;
+  Elem* k = static_cast<Elem*>(k_dst);
+  Elem* v = static_cast<Elem*>(v_dst);
+  for (int64_t j0 = 0; j0 < t.skv; j0 += kKeyBlock) {
+    const int64_t kb = std::min(kKeyBlock, t.skv - j0);
+    Products::pack_keys(t.k + j0 * t.k_rs, t.k_rs, t.k_cs, kb, t.d,
+                        k + Products::key_offset(j0, t.d));
+    Products::pack_values(t.v + j0 * t.v_rs, t.v_rs, kb, t.dv,
+                          v + Products::value_offset(j0, t.dv));
+  }
+}
+
+// Elements (4 bytes each) of a batch index's keys and values packed by attention_pack.
+template <typename Products>
+int64_t attention_packed_key_elems(int64_t skv, int64_t d) {
+  return Products::key_offset((skv + kKeyBlock - 1) / kKeyBlock * kKeyBlock, d);
+}
+template <typename Products>
+int64_t attention_packed_value_elems(int64_t skv, int64_t dv) {
+  return Products::value_offset((skv + kKeyBlock - 1) / kKeyBlock * kKeyBlock, dv);
 }
 
 }  // namespace

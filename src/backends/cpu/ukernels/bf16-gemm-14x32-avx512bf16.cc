@@ -30,21 +30,27 @@ inline __mmask16 column_mask(size_t cols) {
                     : static_cast<__mmask16>((1u << cols) - 1u);
 }
 
-template <int R>
+// kPackedA: A is a packed micro-panel (pair q of row i at a[q * MR + i]); else A is read in
+// place as rows of kBf16GemmRowPairs pairs (pair q of row i at a[i * kBf16GemmRowPairs + q]),
+// L1-resident, so it is not prefetched.
+template <int R, bool kPackedA>
 void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
           float alpha, float beta, const F32GemmTileEpilogue* ep) {
+  constexpr size_t kPairStep = kPackedA ? kMr : 1;
+  constexpr size_t kRowStep = kPackedA ? 1 : kBf16GemmRowPairs;
   __m512 acc0[R], acc1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
-  for (size_t q = 0; q < kp; ++q, a += kMr, b += 32) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAPairs * kMr), _MM_HINT_T0);
+  for (size_t q = 0; q < kp; ++q, a += kPairStep, b += 32) {
+    if constexpr (kPackedA)
+      _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAPairs * kMr), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32 + 16), _MM_HINT_T0);
     const __m512bh b0 = as_bh(_mm512_load_si512(b));
     const __m512bh b1 = as_bh(_mm512_load_si512(b + 16));
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
-      const __m512bh av = as_bh(_mm512_set1_epi32(static_cast<int>(a[i])));
+      const __m512bh av = as_bh(_mm512_set1_epi32(static_cast<int>(a[i * kRowStep])));
       acc0[i] = _mm512_dpbf16_ps(acc0[i], av, b0);
       acc1[i] = _mm512_dpbf16_ps(acc1[i], av, b1);
     }
@@ -96,9 +102,14 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
 
 using TileFn = void (*)(size_t, size_t, const uint32_t*, const uint32_t*, float*, size_t, float,
                         float, const F32GemmTileEpilogue*);
-constexpr TileFn kTiles[kMr] = {tile<1>, tile<2>,  tile<3>,  tile<4>,  tile<5>,
-                                tile<6>, tile<7>,  tile<8>,  tile<9>,  tile<10>,
-                                tile<11>, tile<12>, tile<13>, tile<14>};
+constexpr TileFn kTiles[kMr] = {tile<1, true>,  tile<2, true>,  tile<3, true>,  tile<4, true>,
+                                tile<5, true>,  tile<6, true>,  tile<7, true>,  tile<8, true>,
+                                tile<9, true>,  tile<10, true>, tile<11, true>, tile<12, true>,
+                                tile<13, true>, tile<14, true>};
+constexpr TileFn kRowTiles[kMr] = {
+    tile<1, false>,  tile<2, false>,  tile<3, false>,  tile<4, false>, tile<5, false>,
+    tile<6, false>,  tile<7, false>,  tile<8, false>,  tile<9, false>, tile<10, false>,
+    tile<11, false>, tile<12, false>, tile<13, false>, tile<14, false>};
 
 // 32 bf16 of two float32 rows r0 (low pair halves) and r1 (high), 16 columns each, interleaved
 // into 16 pairs: lanes 2j, 2j + 1 = r0[j], r1[j].
@@ -116,6 +127,13 @@ void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, co
                                          const uint32_t* b, float* c, size_t ldc, float alpha,
                                          float beta, const F32GemmTileEpilogue* ep) {
   kTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta, ep);
+}
+
+void bf16_gemm_ukernel_14x32_a_rows__avx512bf16(size_t rows, size_t cols, size_t kp,
+                                                const uint32_t* a, const uint32_t* b, float* c,
+                                                size_t ldc, float alpha, float beta,
+                                                const F32GemmTileEpilogue* ep) {
+  kRowTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta, ep);
 }
 
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols,

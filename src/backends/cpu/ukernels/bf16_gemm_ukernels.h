@@ -36,6 +36,15 @@ inline constexpr int kBf16GemmNr = 32;
 void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, const uint32_t* a,
                                          const uint32_t* b, float* c, size_t ldc, float alpha,
                                          float beta, const F32GemmTileEpilogue* ep);
+// The same tile with A read in place, unpacked: row i's pairs at a + i * kBf16GemmRowPairs
+// (kp <= kBf16GemmRowPairs), as a float32 row converted to bf16 lies. For operands made per
+// call and small enough for L1, where packing would cost more than the rows' strided
+// broadcasts (the bf16 attention tile's softmax weights, kernels/attention-avx512bf16.cc).
+inline constexpr size_t kBf16GemmRowPairs = 64;
+void bf16_gemm_ukernel_14x32_a_rows__avx512bf16(size_t rows, size_t cols, size_t kp,
+                                                const uint32_t* a, const uint32_t* b, float* c,
+                                                size_t ldc, float alpha, float beta,
+                                                const F32GemmTileEpilogue* ep);
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
 void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_t k,
                                 uint32_t* dst);
