@@ -1,7 +1,10 @@
 // Schemas of the ml family (ai.onnx.ml domain): Binarizer, ArrayFeatureExtractor,
 // LabelEncoder and TreeEnsemble.
+#include <algorithm>
+#include <optional>
 #include <string>
 
+#include "core/checked_math.h"
 #include "ops/infer_helpers.h"
 #include "ops/op_list.h"
 
@@ -28,8 +31,12 @@ Status infer_array_feature_extractor(InferContext& ctx) {
     return Status::ok();
   }
   if (x.rank() < 1) return ctx.error("input 'X' must have rank >= 1");
-  int64_t count = 1;  // the number of indices selected
-  for (int64_t d : y.dims) count = (d < 0 || count < 0) ? -1 : count * d;
+  int64_t count = -1;  // the number of indices selected (-1: unknown)
+  if (std::none_of(y.dims.begin(), y.dims.end(), [](int64_t d) { return d < 0; })) {
+    const std::optional<int64_t> product = checked_product(y.dims);
+    if (!product) return ctx.error("input 'Y' has more elements than a tensor can hold");
+    count = *product;
+  }
   Shape out = x.rank() == 1 ? Shape{1} : Shape(x.dims.begin(), x.dims.end() - 1);
   out.push_back(count);
   ctx.set_output_tensor(0, x.dtype, out);

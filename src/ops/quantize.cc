@@ -66,7 +66,9 @@ Status check_quant_params(const InferContext& ctx, size_t param) {
     return ctx.error("input '" + name + "' must have the input's rank for blocked quantization");
   for (int64_t d = 0; d < x.rank(); ++d) {
     if (p.dims[d] < 0 || x.dims[d] < 0) continue;
-    int64_t expected = d == axis ? (x.dims[d] + block_size - 1) / block_size : x.dims[d];
+    // Blocks along the axis, rounded up without overflowing near 2^63.
+    const int64_t expected =
+        d == axis ? x.dims[d] / block_size + (x.dims[d] % block_size != 0) : x.dims[d];
     if (p.dims[d] != expected)
       return ctx.error("input '" + name + "' dim " + std::to_string(d) + " is " +
                        std::to_string(p.dims[d]) + ", expected " + std::to_string(expected));

@@ -294,6 +294,32 @@ def cases(root):
     save(f"{root}/split_huge_axis", model_of(split, [helper.make_opsetid("", 18)]))
     yield "split_huge_axis", 2, r"over the memory budget", []
 
+    # Found by fuzz_pipeline (UBSan): ArrayFeatureExtractor multiplied its index input's declared
+    # dims (2^46 x 2^45) into an overflow.
+    afe = tiny_graph(
+        nodes=[helper.make_node("ArrayFeatureExtractor", ["x", "y"], ["z"], name="afe_0",
+                                domain="ai.onnx.ml")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                helper.make_tensor_value_info("y", TensorProto.INT64, [2**46, 2**45])],
+        outputs=[helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    save(f"{root}/array_feature_extractor_index_overflow",
+         model_of(afe, [helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 3)]))
+    yield ("array_feature_extractor_index_overflow", 2,
+           r"node 'afe_0' \(ArrayFeatureExtractor\).*more elements than a tensor can hold", [])
+
+    # Found by fuzz_pipeline (UBSan): blocked DequantizeLinear rounded an axis of 2^63 - 1 up
+    # to whole blocks by adding block_size - 1 to it.
+    dq = tiny_graph(
+        nodes=[helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq_0", axis=0,
+                                block_size=4)],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.INT8, [2**63 - 1]),
+                helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])],
+        outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(f"{root}/dequantize_blocked_huge_axis", model_of(dq, [helper.make_opsetid("", 21)]))
+    yield ("dequantize_blocked_huge_axis", 2,
+           r"node 'dq_0' \(DequantizeLinear\).*input 's' dim 0 is 2, expected 2305843009213693952",
+           [])
+
     # Found by fuzz_pipeline (ASan): an opset-8 Scan whose state lacks the batch dim its scan
     # input has (the kernel sliced past the state), and one whose scan input has no sequence
     # axis (UBSan: a dim of a rank-0 slice).
