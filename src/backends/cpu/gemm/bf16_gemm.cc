@@ -8,6 +8,7 @@
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/int_math.h"
 
 namespace peregrine::cpu {
 
@@ -23,9 +24,6 @@ const Bf16GemmKernelInfo kBf16Kernel = {
 // A not pre-packed is packed whole in chunks of at most this many uint32 (16 MiB), so a very
 // long batch of rows does not hold its whole bf16 copy.
 constexpr int64_t kAChunkMaxPairs = int64_t{1} << 22;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 struct Bf16Scratch {
   GrowBuffer<uint32_t> b_pairs;  // a task's B block

@@ -9,6 +9,7 @@
 #include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/epilogue_impl.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/int_math.h"
 
 namespace peregrine::cpu {
 
@@ -165,9 +166,6 @@ constexpr int64_t kDirectBAnyDepthMaxRows = 32;
 // stays with the calling thread, so a larger one (a batch of long sequences) keeps per-block
 // packing instead of holding that much memory for the session's life.
 constexpr int64_t kWholeOperandMaxFloats = int64_t{1} << 22;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Packs all of A (m, k) into dst in the packed-A layout (f32_gemm.h, PackedMatrix), ceil(m / MR)
 // * MR * k floats, spread over the pool by groups of panels: PackedMatrix::pack_a (1 thread) and

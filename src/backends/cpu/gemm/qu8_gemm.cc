@@ -10,6 +10,7 @@
 #include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/int_math.h"
 
 namespace peregrine::cpu {
 
@@ -33,8 +34,6 @@ const Qu8GemmKernelInfo kScalarKernel = {"qu8_gemm_ukernel_4x8__scalar",
 // The packed B block of a task stays in L2 (1 MiB here) with room for the A panel streaming
 // through.
 constexpr int64_t kBBlockBytes = 384 * 1024;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 GrowBuffer<uint32_t>& b_scratch() {
   thread_local GrowBuffer<uint32_t> buffer;

@@ -11,6 +11,7 @@
 #include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/int_math.h"
 
 namespace peregrine::cpu {
 
@@ -81,8 +82,6 @@ const AttentionKernelInfo kBf16AttentionKernel = {
     avx512bf16::bf16_attention_key_words__avx512bf16,
     avx512bf16::bf16_attention_value_words__avx512bf16,
     14};
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Keys and values are packed once per batch index, for all its query blocks, when there are
 // several and the packed copies of every batch index fit in this many bytes (else each tile

@@ -7,12 +7,10 @@
 
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "core/int_math.h"
 
 namespace peregrine::cpu {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Plane columns [lo, hi) of column phase b that hold input pixels (plane column u is input
 // column u * stride_w + b - pad_l); the others are zero padding.

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels/conv_scratch.h"
 #include "backends/cpu/thread_pool.h"
+#include "core/int_math.h"
 
 namespace peregrine::cpu {
 namespace {
@@ -15,8 +16,6 @@ constexpr int64_t kLanes = 8;  // the widest transform kernel's tile group (AVX2
 // Target for one block's V + M scratch: half this machine's 512 KiB L2. Measured with F(4x4) on
 // ResNet-50 layer1 (1 thread): 256 KiB 3.4 ms, 1 MiB 4.0 ms, 4 MiB 4.9 ms.
 constexpr int64_t kScratchBytes = int64_t{256} << 10;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Per-thread buffer for the phase-split input rows of one tile row ((m + 2) * m * wq floats).
 float *phase_rows_buffer(size_t count) {

@@ -3,6 +3,8 @@
 // (kernels/conv_winograd_driver.h) with 2x2 output tiles.
 #include "backends/cpu/kernels/conv_winograd_f2x3.h"
 
+#include "core/int_math.h"
+
 namespace peregrine::cpu {
 namespace {
 
@@ -10,8 +12,6 @@ constexpr int64_t kTile = WinogradF2x3Conv::kTile;
 
 // G of F(2, 3): U = G g G^T.
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

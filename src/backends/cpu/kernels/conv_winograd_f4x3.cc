@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/int_math.h"
+
 namespace peregrine::cpu {
 namespace {
 
@@ -18,8 +20,6 @@ constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
                              {0, 0, 1}};
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
