@@ -196,11 +196,15 @@ Status tfidf_count(const KernelContext& ctx, const std::vector<Key>& pool,
       column_of.emplace(std::move(gram), ngram_indexes[static_cast<size_t>(ngram_number)]);
     }
   }
+  // No n-gram is longer than the pool's longest or than a row, and no gap wider than lets an
+  // n-gram fit in a row: the loops stop there whatever the attributes say (they bound the
+  // work, and (n - 1) * step below stays far from overflowing).
+  const int64_t longest = std::min({max_n, static_cast<int64_t>(ngram_counts.size()), row_size});
   for (int64_t row = 0; row < rows; ++row) {
     const Key* x = items.data() + row * row_size;
-    for (int64_t n = min_n; n <= max_n; ++n) {
+    for (int64_t n = min_n; n <= longest; ++n) {
       // A 1-gram has no gaps, so every skip count finds the same ones: count them once.
-      const int64_t skips = n == 1 ? 0 : max_skip;
+      const int64_t skips = n == 1 ? 0 : std::min(max_skip, (row_size - 1) / (n - 1) - 1);
       for (int64_t skip = 0; skip <= skips; ++skip) {
         const int64_t step = skip + 1;
         for (int64_t start = 0; start + (n - 1) * step < row_size; ++start) {
