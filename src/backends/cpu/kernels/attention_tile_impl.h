@@ -356,8 +356,12 @@ void attention_tile(const AttentionTile& t) {
         V::storeu(s + j, p);
         vsum = V::add(vsum, p);
       }
-      const float correction = std::exp(m[r] - m_new);  // 0 on the first visible block
-      if (correction != 1.0f) {
+      // The row's earlier sum and accumulator scaled to the new maximum. Most blocks leave the
+      // maximum as it was (no scalar exp); before the first visible block there is nothing to
+      // scale (l and the accumulator row are 0).
+      const bool first = m[r] == kNegInf;
+      const float correction = first ? 0.0f : m_new == m[r] ? 1.0f : std::exp(m[r] - m_new);
+      if (!first && correction != 1.0f) {
         float* a = acc + r * dvp;
         const Reg vc = V::set1(correction);
         for (int64_t c = 0; c < dvp; c += L) V::storeu(a + c, V::mul(V::loadu(a + c), vc));

@@ -20,12 +20,11 @@ namespace {
 
 constexpr int64_t kZmmKeyPanel = 32;  // keys per packed panel: one 6 x 32 tile's columns
 
-// exp(x) for x <= 88, as exp256 in the AVX2 file (Cody-Waite reduction, degree-5 polynomial,
-// ~2 ulp); x < ln(FLT_MIN), including -inf, gives exactly 0.
+// exp(x) for x <= 88, with exp256's reduction and polynomial (kernels/attention-avx2.cc, ~2
+// ulp); x < ln(FLT_MIN), including -inf and NaN, gives exactly 0. vscalefps applies 2^n to the
+// polynomial, where AVX2 builds the power from n's bits: no clamps, no integer steps.
 inline __m512 exp512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.33654f);
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);  // false for x < lo and NaN
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.0f));
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_GE_OQ);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -37,9 +36,7 @@ inline __m512 exp512(__m512 x) {
   y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
   y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
   y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i e = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);  // 2^n, n >= -126
-  return _mm512_maskz_mul_ps(keep, y, _mm512_castsi512_ps(e));
+  return _mm512_maskz_scalef_ps(keep, y, n);
 }
 
 // Packs keys [0, kb) of K (key j feature e at k[j * rs + e * cs]) as ceil(kb / 32) panels of
