@@ -320,6 +320,19 @@ def cases(root):
            r"node 'dq_0' \(DequantizeLinear\).*input 's' dim 0 is 2, expected 2305843009213693952",
            [])
 
+    # Found by fuzz_pipeline (ASan): a GRU whose hidden_size (2) disagrees with W and R (6): the
+    # CPU kernel wrote Y at R's hidden size into an output inferred from the attribute.
+    gru = tiny_graph(
+        nodes=[helper.make_node("GRU", ["x", "w", "r"], ["y"], name="gru_0", hidden_size=2,
+                                layout=1)],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1, 2]),
+                helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 18, 2]),
+                helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 18, 6])],
+        outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(f"{root}/gru_hidden_size_disagrees", model_of(gru, [helper.make_opsetid("", 16)]))
+    yield ("gru_hidden_size_disagrees", 2,
+           r"node 'gru_0' \(GRU\): hidden_size differs from the shape of 'R'", [])
+
     # Found by fuzz_pipeline (ASan): an opset-8 Scan whose state lacks the batch dim its scan
     # input has (the kernel sliced past the state), and one whose scan input has no sequence
     # axis (UBSan: a dim of a rank-0 slice).

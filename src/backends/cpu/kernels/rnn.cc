@@ -100,6 +100,18 @@ class RecurrentKernel : public PreparedKernel {
         (peep && peep->shape() != Shape{dirs, 3 * hidden}))
       return fallback(ctx);
 
+    // The outputs must have the shapes this kernel writes; a model whose hidden_size or
+    // direction disagrees with W and R can infer others.
+    const Shape y_shape =
+        layout_ == 0 ? Shape{seq, dirs, batch, hidden} : Shape{batch, seq, dirs, hidden};
+    auto output_shape_is = [&](size_t i, const Shape& want) {
+      if (i >= ctx.num_outputs() || !ctx.wants_output(i)) return true;
+      const ir::ValueType& t = ctx.output_type(i);
+      return t.has_shape && t.dims == want;
+    };
+    if (!output_shape_is(0, y_shape) || !output_shape_is(1, state_shape) ||
+        (cell_ == Cell::kLstm && !output_shape_is(2, state_shape)))
+      return fallback(ctx);
     float* y = ctx.wants_output(0) ? ctx.output_for_overwrite(0).data<float>() : nullptr;
     float* y_h = ctx.num_outputs() > 1 && ctx.wants_output(1)
                      ? ctx.output_for_overwrite(1).data<float>() : nullptr;
