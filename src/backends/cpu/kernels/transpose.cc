@@ -5,7 +5,8 @@
 //   - the last input axis stays last: each output row is one contiguous input run (memcpy);
 //   - otherwise: a 2-D tiled transpose between the output axis fed by the input's contiguous
 //     axis and the output's last axis, 32 x 32 elements per tile (both sides in L1), repeated
-//     over every index of the remaining axes.
+//     over every index of the remaining axes; 4-byte elements go through the vector table's
+//     block transpose (register transposes), others element by element.
 // Rows or tiles are spread over the thread pool.
 #include <algorithm>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/copy_ops.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 namespace peregrine::cpu {
 
@@ -132,6 +134,12 @@ void transpose_simplified(const T* x, T* y, const Simplified& s, int threads) {
     }
     const int64_t a0 = (tile / tiles_b) * kTile, a1 = std::min(len_a, a0 + kTile);
     const int64_t b0 = (tile % tiles_b) * kTile, b1 = std::min(len_b, b0 + kTile);
+    if constexpr (sizeof(T) == 4) {  // input rows b0.. (stride sb) -> output rows a0.. (stride da)
+      vector_ukernels().transpose_x32(x + src + b0 * sb + a0, static_cast<size_t>(sb),
+                                      y + dst + a0 * da + b0, static_cast<size_t>(da),
+                                      static_cast<size_t>(b1 - b0), static_cast<size_t>(a1 - a0));
+      return;
+    }
     for (int64_t i = a0; i < a1; ++i) {
       const T* in = x + src + i;
       T* out = y + dst + i * da;

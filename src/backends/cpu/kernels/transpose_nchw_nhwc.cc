@@ -2,13 +2,15 @@
 // chain: perm (0, 2, 3, 1) NCHW -> NHWC and (0, 3, 1, 2) NHWC -> NCHW, float32. Either is,
 // per image, a 2-D transpose (R, S) -> (S, R) with (R, S) = (C, H * W) or (H * W, C); it runs
 // in 32 x 32 tiles (4 KiB read + 4 KiB written, both in L1) so neither side is read or written
-// with a large stride for long. Tiles of one image are spread over threads; edge tiles are
-// clipped. Other perms, ranks and dtypes run the reference kernel.
+// with a large stride for long, each through the vector table's block transpose. Tiles of one image
+// are spread over threads; edge tiles are clipped. Other perms, ranks and dtypes run the reference
+// kernel.
 #include <algorithm>
 #include <optional>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/thread_pool.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 namespace peregrine::cpu {
 
@@ -16,19 +18,20 @@ namespace {
 
 constexpr int64_t kTile = 32;
 
-// dst(S, R) = src(R, S)^T for `images` consecutive matrices.
-void transpose_matrices(const float* src, float* dst, int64_t images, int64_t r, int64_t s,
+// dst(S, R) = src(R, S)^T for `images` consecutive matrices (4-byte elements).
+void transpose_matrices(const uint32_t* src, uint32_t* dst, int64_t images, int64_t r, int64_t s,
                         int threads) {
+  const X32TransposeFn transpose = vector_ukernels().transpose_x32;
   const int64_t tiles_r = (r + kTile - 1) / kTile, tiles_s = (s + kTile - 1) / kTile;
   const int64_t per_image = tiles_r * tiles_s;
   auto task = [&](int64_t t, int) {
     const int64_t n = t / per_image, tr = (t % per_image) / tiles_s, ts = t % tiles_s;
-    const float* a = src + n * r * s;
-    float* b = dst + n * r * s;
+    const uint32_t* a = src + n * r * s;
+    uint32_t* b = dst + n * r * s;
     const int64_t r0 = tr * kTile, r1 = std::min(r, r0 + kTile);
     const int64_t s0 = ts * kTile, s1 = std::min(s, s0 + kTile);
-    for (int64_t j = s0; j < s1; ++j)
-      for (int64_t i = r0; i < r1; ++i) b[j * r + i] = a[i * s + j];
+    transpose(a + r0 * s + s0, static_cast<size_t>(s), b + s0 * r + r0, static_cast<size_t>(r),
+              static_cast<size_t>(r1 - r0), static_cast<size_t>(s1 - s0));
   };
   cpu_thread_pool().parallel_for(images * per_image, threads, task);
 }
@@ -47,7 +50,7 @@ class TransposeNchwNhwcKernel : public PreparedKernel {
     // NCHW -> NHWC: per image (C, HW) -> (HW, C). NHWC -> NCHW: (HW, C) -> (C, HW).
     const int64_t r = to_nhwc_ ? x.dim(1) : x.dim(1) * x.dim(2);
     const int64_t s = to_nhwc_ ? x.dim(2) * x.dim(3) : x.dim(3);
-    transpose_matrices(x.data<float>(), y.data<float>(), x.dim(0), r, s, ctx.num_threads());
+    transpose_matrices(x.data<uint32_t>(), y.data<uint32_t>(), x.dim(0), r, s, ctx.num_threads());
     return Status::ok();
   }
 

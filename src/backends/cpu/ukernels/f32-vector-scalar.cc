@@ -152,6 +152,12 @@ void f32_copy_row__scalar(const float* x, size_t stride, float* y, size_t n) {
   for (size_t j = 0; j < n; ++j) y[j] = x[j * stride];
 }
 
+void x32_transpose__scalar(const uint32_t* src, size_t src_stride, uint32_t* dst, size_t dst_stride,
+                           size_t rows, size_t cols) {
+  for (size_t j = 0; j < cols; ++j)
+    for (size_t i = 0; i < rows; ++i) dst[j * dst_stride + i] = src[i * src_stride + j];
+}
+
 }  // namespace scalar
 
 namespace {
@@ -173,6 +179,7 @@ const VectorUkernels kScalar = {
     nullptr,
     scalar::f32_reduce_max__scalar,
     scalar::f32_reduce_sum__scalar,
+    scalar::x32_transpose__scalar,
 };
 
 const VectorUkernels kAvx2 = {
@@ -192,18 +199,21 @@ const VectorUkernels kAvx2 = {
     nullptr,
     avx2::f32_reduce_max__avx2,
     avx2::f32_reduce_sum__avx2,
+    avx2::x32_transpose__avx2,
 };
 
 // AVX-512: the AVX2 kernels but for the unary maps, whose transcendental approximations are
 // bound by vector instructions per element, halved at 16 lanes (EfficientNet's SiLU), and the
 // window pools, which need masked loads that skip the taps outside a plane to run over many
 // small planes as one array (GoogLeNet's and Inception-v3's pools). The rows and reductions
-// stay AVX2: bound by memory, and on Zen 4 a 512-bit shuffle costs two.
+// stay AVX2: bound by memory, and on Zen 4 a 512-bit shuffle costs two. Block transposes take
+// 16x16 register transposes: a whole 64-byte line of each of 16 rows per step.
 const VectorUkernels kAvx512 = [] {
   VectorUkernels t = kAvx2;
   t.isa = Isa::kAvx512;
   t.unary = avx512::f32_vunary__avx512;
   t.window_planes = avx512::f32_window_planes__avx512;
+  t.transpose_x32 = avx512::x32_transpose__avx512;
   return t;
 }();
 

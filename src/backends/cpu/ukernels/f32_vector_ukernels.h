@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "backends/cpu/cpu_features.h"
 
@@ -85,6 +86,11 @@ using F32WindowPlanesFn = void (*)(const float* x, size_t planes, size_t in_h, s
 using F32CopyRowFn = void (*)(const float* x, size_t stride, float* y, size_t n);
 // Reductions over x[0, n): max (-inf for n == 0) and sum (0 for n == 0).
 using F32ReduceFn = float (*)(const float* x, size_t n);
+// Block transpose of 4-byte elements (any dtype of that size: bits are moved, not values):
+// dst[j * dst_stride + i] = src[i * src_stride + j] for i < rows, j < cols. Touches nothing
+// else; src and dst do not overlap.
+using X32TransposeFn = void (*)(const uint32_t* src, size_t src_stride, uint32_t* dst,
+                                size_t dst_stride, size_t rows, size_t cols);
 
 struct VectorUkernels {
   Isa isa;
@@ -103,6 +109,7 @@ struct VectorUkernels {
   F32WindowPlanesFn window_planes;   // nullptr: none at this level (the kernels above)
   F32ReduceFn reduce_max;
   F32ReduceFn reduce_sum;
+  X32TransposeFn transpose_x32;
 };
 
 // The table for `isa` (AVX-512 machines use the AVX2 table), or nullptr when this CPU cannot
@@ -127,6 +134,8 @@ void f32_add_row__scalar(const float* x, size_t stride, float* acc, size_t n);
 void f32_copy_row__scalar(const float* x, size_t stride, float* y, size_t n);
 float f32_reduce_max__scalar(const float* x, size_t n);
 float f32_reduce_sum__scalar(const float* x, size_t n);
+void x32_transpose__scalar(const uint32_t* src, size_t src_stride, uint32_t* dst, size_t dst_stride,
+                           size_t rows, size_t cols);
 }  // namespace scalar
 
 namespace avx512 {
@@ -134,6 +143,8 @@ void f32_vunary__avx512(UnaryOp op, const float* x, float* y, size_t n);
 void f32_window_planes__avx512(const float* x, size_t planes, size_t in_h, size_t in_w, size_t kh,
                                size_t kw, size_t dh, size_t dw, size_t pad_t, size_t pad_l,
                                float* s, bool max, float* scratch);
+void x32_transpose__avx512(const uint32_t* src, size_t src_stride, uint32_t* dst, size_t dst_stride,
+                           size_t rows, size_t cols);
 }  // namespace avx512
 
 namespace avx2 {
@@ -157,6 +168,8 @@ void f32_pool_s1__avx2(const float* x, size_t in_h, size_t in_w, size_t kh, size
                        float* row);
 float f32_reduce_max__avx2(const float* x, size_t n);
 float f32_reduce_sum__avx2(const float* x, size_t n);
+void x32_transpose__avx2(const uint32_t* src, size_t src_stride, uint32_t* dst, size_t dst_stride,
+                         size_t rows, size_t cols);
 }  // namespace avx2
 
 }  // namespace peregrine::cpu
