@@ -674,5 +674,48 @@ TEST(CpuGridSample, ModesPaddingsAlignMatchReference) {
       }
 }
 
+// Bilinear with zero padding takes its taps in float arithmetic (the same taps and weights as
+// the reference's double steps), checked on the edges: coordinates landing on -1, 0, len - 1,
+// len and between, outside, NaN and infinite; one channel (RAFT's lookups) and several. The
+// kernel sums the taps in another order than the reference (1 ulp apart); a wrong tap or
+// weight would be off by a whole sample.
+TEST(CpuGridSample, BilinearZerosEdgesBitExact) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> coords = {-1.0f,
+                               1.0f,
+                               0.0f,
+                               -1.2f,
+                               1.2f,
+                               -1.0f - 2.0f / 9,
+                               1.0f + 2.0f / 9,
+                               -1.0f + 1.0f / 9,
+                               1.0f - 1.0f / 9,
+                               0.37f,
+                               -0.999999f,
+                               std::nanf(""),
+                               inf,
+                               -inf,
+                               1e10f,
+                               -3e9f};
+  for (int i = 0; i < 24; ++i) coords.push_back(-1.4f + 0.117f * static_cast<float>(i));
+  const int64_t positions = static_cast<int64_t>(coords.size());
+  Tensor grid = Tensor::zeros(DType::kFloat32, {1, positions, positions, 2});
+  for (int64_t a = 0; a < positions; ++a)
+    for (int64_t b = 0; b < positions; ++b) {
+      grid.data<float>()[(a * positions + b) * 2] = coords[static_cast<size_t>(b)];
+      grid.data<float>()[(a * positions + b) * 2 + 1] = coords[static_cast<size_t>(a)];
+    }
+  for (int64_t channels : {1, 3})
+    for (int64_t align : {0, 1}) {
+      SCOPED_TRACE("channels " + std::to_string(channels) + " align " + std::to_string(align));
+      OneNodeGraph g("GridSample", {{"X", random_tensor({1, channels, 7, 9}, 3)}, {"G", grid}},
+                     {false, false},
+                     {string_attr("mode", "bilinear"), string_attr("padding_mode", "zeros"),
+                      int_attr("align_corners", align)},
+                     "", 16);
+      compare_with_reference(g, cpu_backend(), "cpu/grid_sample", 1e-6f, 1e-6f);
+    }
+}
+
 }  // namespace
 }  // namespace peregrine::cpu

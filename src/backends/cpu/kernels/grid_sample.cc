@@ -58,6 +58,7 @@ class GridSampleKernel : public PreparedKernel {
     const float* px = x.data<float>();
     const float* pg = grid.data<float>();
     float* py = y.data<float>();
+    const bool bilinear_zeros = !nearest_ && padding_ == Padding::kZeros;
     const int64_t chunk = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(1, channels));
     const int64_t per_image = (out_size + chunk - 1) / chunk;
     cpu_thread_pool().parallel_for(batch * per_image, ctx.num_threads(), [&](int64_t t, int) {
@@ -67,7 +68,8 @@ class GridSampleKernel : public PreparedKernel {
       float* dst = py + n * channels * out_size;
       for (int64_t p = p0; p < p1; ++p) {
         const float* g = pg + (n * out_size + p) * 2;
-        const AxisTaps ty = taps(g[1], in_h), tx = taps(g[0], in_w);
+        const AxisTaps ty = bilinear_zeros ? bilinear_zero_taps(g[1], in_h) : taps(g[1], in_h);
+        const AxisTaps tx = bilinear_zeros ? bilinear_zero_taps(g[0], in_w) : taps(g[0], in_w);
         int64_t off[4];
         float w[4];
         int k = 0;
@@ -91,6 +93,30 @@ class GridSampleKernel : public PreparedKernel {
   }
 
  private:
+  // taps() for bilinear sampling with zero padding, in float arithmetic: there no clamp or
+  // reflection moves the coordinate, so the reference's double steps give these same floats
+  // (base and fraction exact, 1 - fraction rounded once). Per position this is the whole cost
+  // of a one-channel input (RAFT's correlation lookups). A coordinate outside (-1, len), or
+  // NaN, has no tap inside.
+  AxisTaps bilinear_zero_taps(float nc, int64_t len) const {
+    const float lenf = static_cast<float>(len);
+    const float c = align_ ? (nc + 1) / 2.0f * (lenf - 1) : ((nc + 1) * lenf - 1) / 2.0f;
+    AxisTaps t;
+    t.count = 2;
+    if (!(c > -1.0f && c < lenf)) {
+      t.index[0] = t.index[1] = -1;
+      t.weight[0] = t.weight[1] = 0.0f;
+      return t;
+    }
+    const float base = std::floor(c), frac = c - base;
+    const int64_t i0 = static_cast<int64_t>(base);  // in [-1, len - 1]
+    t.index[0] = i0;                                // -1 reads zero
+    t.index[1] = i0 + 1 < len ? i0 + 1 : -1;
+    t.weight[0] = 1.0f - frac;
+    t.weight[1] = frac;
+    return t;
+  }
+
   // The taps of normalized coordinate `nc` along an axis of `len` inputs.
   AxisTaps taps(float nc, int64_t len) const {
     const float lenf = static_cast<float>(len);
