@@ -1,7 +1,7 @@
 // The attention tile (kernels/attention.h), AVX2 + FMA, 8 float lanes: the algorithm of
 // kernels/attention_tile_impl.h on 256-bit registers. Register tiles 4 rows x 16 columns (8 ymm
-// accumulators); key panels of 16 keys, packed from row-major K through 8 x 8 register
-// transposes; exp to ~2 ulp (Cody-Waite + degree-5 polynomial).
+// accumulators); key panels of 16 keys, packed from row-major K through the vector table's
+// 8 x 8 block transposes; exp to ~2 ulp (Cody-Waite + degree-5 polynomial).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/attention_tile_impl.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
 #include "backends/cpu/ukernels/f32_vreduce_avx2.h"
 
 namespace peregrine::cpu::avx2 {
@@ -40,7 +41,7 @@ inline __m256 exp256(__m256 x) {
 
 // Packs keys [0, kb) of K (key j feature e at k[j * rs + e * cs]) as ceil(kb / 16) panels of
 // (d, 16): panel[e * 16 + jj] = K(16 * panel + jj, e), keys past kb zero. Row-major K goes
-// through 8 x 8 register transposes (scalar at the d % 8 and kb % 8 edges); K^T rows copy.
+// through the vector table's block transpose (8 x 8 register transposes); K^T rows copy.
 void pack_key_panels_16(const float* k, int64_t rs, int64_t cs, int64_t kb, int64_t d, float* dst) {
   const int64_t panels = (kb + 15) / 16;
   std::fill(dst, dst + panels * 16 * d, 0.0f);
@@ -50,40 +51,14 @@ void pack_key_panels_16(const float* k, int64_t rs, int64_t cs, int64_t kb, int6
     if (rs == 1) {  // K^T: each feature's keys are contiguous
       for (int64_t e = 0; e < d; ++e)
         std::copy(k + e * cs + j0, k + e * cs + j0 + keys, panel + e * 16);
-      continue;
+    } else if (cs == 1) {  // row-major K: the keys' rows transposed into the panel
+      x32_transpose__avx2(reinterpret_cast<const uint32_t*>(k + j0 * rs), static_cast<size_t>(rs),
+                          reinterpret_cast<uint32_t*>(panel), 16, static_cast<size_t>(keys),
+                          static_cast<size_t>(d));
+    } else {
+      for (int64_t jj = 0; jj < keys; ++jj)
+        for (int64_t e = 0; e < d; ++e) panel[e * 16 + jj] = k[(j0 + jj) * rs + e * cs];
     }
-    int64_t jj = 0;
-    for (; jj + 8 <= keys && cs == 1; jj += 8) {
-      const float* src = k + (j0 + jj) * rs;
-      int64_t e = 0;
-      for (; e + 8 <= d; e += 8) {
-        __m256 r0 = _mm256_loadu_ps(src + e), r1 = _mm256_loadu_ps(src + rs + e),
-               r2 = _mm256_loadu_ps(src + 2 * rs + e), r3 = _mm256_loadu_ps(src + 3 * rs + e),
-               r4 = _mm256_loadu_ps(src + 4 * rs + e), r5 = _mm256_loadu_ps(src + 5 * rs + e),
-               r6 = _mm256_loadu_ps(src + 6 * rs + e), r7 = _mm256_loadu_ps(src + 7 * rs + e);
-        const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
-                     t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
-                     t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-                     t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
-                     u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
-                     u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
-                     u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-        float* out = panel + e * 16 + jj;  // rows e .. e + 7 of the panel, keys jj .. jj + 7
-        _mm256_storeu_ps(out + 0 * 16, _mm256_permute2f128_ps(u0, u4, 0x20));
-        _mm256_storeu_ps(out + 1 * 16, _mm256_permute2f128_ps(u1, u5, 0x20));
-        _mm256_storeu_ps(out + 2 * 16, _mm256_permute2f128_ps(u2, u6, 0x20));
-        _mm256_storeu_ps(out + 3 * 16, _mm256_permute2f128_ps(u3, u7, 0x20));
-        _mm256_storeu_ps(out + 4 * 16, _mm256_permute2f128_ps(u0, u4, 0x31));
-        _mm256_storeu_ps(out + 5 * 16, _mm256_permute2f128_ps(u1, u5, 0x31));
-        _mm256_storeu_ps(out + 6 * 16, _mm256_permute2f128_ps(u2, u6, 0x31));
-        _mm256_storeu_ps(out + 7 * 16, _mm256_permute2f128_ps(u3, u7, 0x31));
-      }
-      for (; e < d; ++e)
-        for (int64_t x = 0; x < 8; ++x) panel[e * 16 + jj + x] = src[x * rs + e];
-    }
-    for (; jj < keys; ++jj)
-      for (int64_t e = 0; e < d; ++e) panel[e * 16 + jj] = k[(j0 + jj) * rs + e * cs];
   }
 }
 

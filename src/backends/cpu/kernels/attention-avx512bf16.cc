@@ -22,6 +22,7 @@
 #include "backends/cpu/kernels/attention_tile_impl.h"
 #include "backends/cpu/kernels/attention_zmm.h"
 #include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
+#include "backends/cpu/ukernels/f32_transpose_avx512.h"
 
 namespace peregrine::cpu::avx512bf16 {
 

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backends/cpu/ukernels/f32_transpose_avx512.h"
+#include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 // GCC 12's _mm512_max_ps / _mm512_min_ps / _mm512_reduce_* pass an _mm512_undefined_ps()
 // pass-through operand that -Wmaybe-uninitialized reports once inlined; it is never read.
@@ -41,7 +41,7 @@ inline __m512 exp512(__m512 x) {
 
 // Packs keys [0, kb) of K (key j feature e at k[j * rs + e * cs]) as ceil(kb / 32) panels of
 // (d, 32): panel[e * 32 + jj] = K(32 * panel + jj, e), keys past kb zero. Row-major K goes
-// through 16 x 16 register transposes (scalar at the d % 16 and kb % 16 edges); K^T rows copy.
+// through the vector table's block transpose (16 x 16 register transposes); K^T rows copy.
 void pack_key_panels_32(const float* k, int64_t rs, int64_t cs, int64_t kb, int64_t d, float* dst) {
   const int64_t panels = (kb + kZmmKeyPanel - 1) / kZmmKeyPanel;
   std::fill(dst, dst + panels * kZmmKeyPanel * d, 0.0f);
@@ -51,23 +51,14 @@ void pack_key_panels_32(const float* k, int64_t rs, int64_t cs, int64_t kb, int6
     if (rs == 1) {  // K^T: each feature's keys are contiguous
       for (int64_t e = 0; e < d; ++e)
         std::copy(k + e * cs + j0, k + e * cs + j0 + keys, panel + e * kZmmKeyPanel);
-      continue;
+    } else if (cs == 1) {  // row-major K: the keys' rows transposed into the panel
+      x32_transpose__avx512(reinterpret_cast<const uint32_t*>(k + j0 * rs), static_cast<size_t>(rs),
+                            reinterpret_cast<uint32_t*>(panel), static_cast<size_t>(kZmmKeyPanel),
+                            static_cast<size_t>(keys), static_cast<size_t>(d));
+    } else {
+      for (int64_t jj = 0; jj < keys; ++jj)
+        for (int64_t e = 0; e < d; ++e) panel[e * kZmmKeyPanel + jj] = k[(j0 + jj) * rs + e * cs];
     }
-    int64_t jj = 0;
-    for (; jj + 16 <= keys && cs == 1; jj += 16) {
-      const float* src = k + (j0 + jj) * rs;
-      int64_t e = 0;
-      for (; e + 16 <= d; e += 16) {
-        __m512 r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * rs + e);
-        transpose16x16(r);  // r[f]: feature e + f of the 16 keys
-        for (int f = 0; f < 16; ++f) _mm512_storeu_ps(panel + (e + f) * kZmmKeyPanel + jj, r[f]);
-      }
-      for (; e < d; ++e)
-        for (int64_t x = 0; x < 16; ++x) panel[e * kZmmKeyPanel + jj + x] = src[x * rs + e];
-    }
-    for (; jj < keys; ++jj)
-      for (int64_t e = 0; e < d; ++e) panel[e * kZmmKeyPanel + jj] = k[(j0 + jj) * rs + e * cs];
   }
 }
 
