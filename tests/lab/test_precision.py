@@ -90,7 +90,8 @@ def main():
         report = call(pg, "compare-precision", decoder, "--precision", "bf16", "--per-layer",
                       "--top", "0")
         assert report.returncode == 0, report.stderr
-        bf16_nodes = sum("bf16_gemm" in l for l in
+        # bf16 kernels: the GEMM's and the fused attention's.
+        bf16_nodes = sum("cpu/bf16_" in l for l in
                          call(pg, "inspect", decoder, "--kernels", "--precision",
                               "bf16").stdout.splitlines())
         lines = report.stdout.splitlines()
