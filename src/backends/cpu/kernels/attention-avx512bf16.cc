@@ -10,7 +10,7 @@
 //     2q, 2q + 1;
 //   values: per 32 columns of dv a B panel of (kKeyBlock / 2, 32) pairs: keys 2q and 2q + 1 of
 //     the column;
-//   P: each row converted to bf16 in place of order (keys 2q, 2q + 1 a pair), read by the
+//   P: each row converted to bf16 in key order (keys 2q, 2q + 1 form pair q), read by the
 //     micro-kernel as unpacked A rows.
 #include <immintrin.h>
 
