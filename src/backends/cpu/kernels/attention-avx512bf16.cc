@@ -21,6 +21,7 @@
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/attention_tile_impl.h"
 #include "backends/cpu/kernels/attention_zmm.h"
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
 #include "backends/cpu/ukernels/f32_transpose_avx512.h"
 
@@ -32,11 +33,6 @@ constexpr int64_t kMr = kBf16GemmMr;
 constexpr int64_t kNr = kBf16GemmNr;
 
 int64_t pairs(int64_t n) { return (n + 1) / 2; }
-
-inline __mmask16 lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff)
-                 : static_cast<__mmask16>(n <= 0 ? 0u : (1u << n) - 1u);
-}
 
 // Keys [0, kb) of K (key j feature e at k[j * rs + e * cs]) as ceil(kb / 32) B panels of
 // (pairs(d), 32), keys past kb zero.
@@ -67,7 +63,7 @@ void pack_key_pairs(const float* k, int64_t rs, int64_t cs, int64_t kb, int64_t 
       const int64_t n = std::min<int64_t>(16, keys - jj);
       for (int64_t q0 = 0; q0 < kp; q0 += 16) {
         const int64_t features = std::min<int64_t>(32, d - 2 * q0);
-        const __mmask16 m0 = lanes(features), m1 = lanes(features - 16);
+        const __mmask16 m0 = avx512::first_lanes(features), m1 = avx512::first_lanes(features - 16);
         __m512 r[16];
         for (int64_t i = 0; i < 16; ++i) {
           if (i >= n) {
@@ -147,7 +143,7 @@ struct Bf16Products {
     uint32_t* w = weights_buffer.get(static_cast<size_t>(rows * kRowPairs));
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < kb; j += 16) {  // keys past kb read as 0 (an odd kb's pad)
-        const __m512 x = _mm512_maskz_loadu_ps(lanes(kb - j), p + r * kKeyBlock + j);
+        const __m512 x = _mm512_maskz_loadu_ps(avx512::first_lanes(kb - j), p + r * kKeyBlock + j);
         const __m256bh h = _mm512_cvtneps_pbh(x);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + r * kRowPairs + j / 2),
                             reinterpret_cast<const __m256i&>(h));

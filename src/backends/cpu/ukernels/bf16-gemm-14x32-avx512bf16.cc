@@ -10,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
 
 namespace peregrine::cpu::avx512bf16 {
@@ -24,11 +25,6 @@ constexpr size_t kPrefetchPairs = 32;
 constexpr size_t kPrefetchAPairs = 96;
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
-
-inline __mmask16 column_mask(size_t cols) {
-  return cols >= 16 ? static_cast<__mmask16>(0xffff)
-                    : static_cast<__mmask16>((1u << cols) - 1u);
-}
 
 // kPackedA: A is a packed micro-panel (pair q of row i at a[q * MR + i]); else A is read in
 // place as rows of kBf16GemmRowPairs pairs (pair q of row i at a[i * kBf16GemmRowPairs + q]),
@@ -55,7 +51,8 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
       acc1[i] = _mm512_dpbf16_ps(acc1[i], av, b1);
     }
   }
-  const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);
+  const __mmask16 m0 = avx512::first_lanes(cols),
+                  m1 = avx512::first_lanes(cols > 16 ? cols - 16 : 0);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
   if (ep && ep->bias_col) {
@@ -138,7 +135,8 @@ void bf16_gemm_ukernel_14x32_a_rows__avx512bf16(size_t rows, size_t cols, size_t
 
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols,
                                 uint32_t* dst) {
-  const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);
+  const __mmask16 m0 = avx512::first_lanes(cols),
+                  m1 = avx512::first_lanes(cols > 16 ? cols - 16 : 0);
   for (size_t p = 0; p < k; p += 2, dst += 32) {
     const float* r0 = src + p * ld;
     const float* r1 = r0 + ld;
@@ -165,7 +163,7 @@ void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_
     const float* r = src + i * lda;
     for (size_t p = 0; p < k; p += 32) {
       const size_t n = k - p < 32 ? k - p : 32;
-      const __mmask16 lo = column_mask(n), hi = column_mask(n > 16 ? n - 16 : 0);
+      const __mmask16 lo = avx512::first_lanes(n), hi = avx512::first_lanes(n > 16 ? n - 16 : 0);
       const __m512 x0 = _mm512_maskz_loadu_ps(lo, r + p), x1 = _mm512_maskz_loadu_ps(hi, r + p + 16);
       const __m512bh v = _mm512_cvtne2ps_pbh(x1, x0);  // 32 bf16 in order: 16 pairs
       _mm512_store_si512(row_pairs, reinterpret_cast<const __m512i&>(v));

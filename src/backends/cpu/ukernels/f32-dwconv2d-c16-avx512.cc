@@ -6,6 +6,7 @@
 // masks, unlike AVX2's masked moves on AMD), so every channel count takes this kernel.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_cblock_impl.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
 #include "backends/cpu/ukernels/f32_transpose_avx512.h"
@@ -19,10 +20,6 @@ namespace peregrine::cpu::avx512 {
 namespace {
 
 constexpr int64_t kLanes = 16;
-
-inline __mmask16 first_lanes(int64_t n) {
-  return static_cast<__mmask16>(n >= kLanes ? 0xFFFFu : (1u << n) - 1u);
-}
 
 // Tile row (tile_w pixels of 16 floats) of the input row `in` of plane 0 (plane c at in + c *
 // in_plane, c < channels; the other lanes are zero).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
 
 // GCC 12's _mm512_max_ps / _mm512_min_ps pass an _mm512_undefined_ps() pass-through operand
@@ -23,10 +24,6 @@ namespace peregrine::cpu::avx512 {
 namespace {
 
 constexpr int64_t kLanes = kDwConv2dRowsLanes;
-
-inline __mmask16 first_lanes(int64_t n) {
-  return static_cast<__mmask16>(n >= kLanes ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
-}
 
 // Where one call's padded rows come from.
 struct PaddedRows {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
 namespace peregrine::cpu::avx512 {
@@ -18,10 +19,6 @@ namespace {
 inline __mmask16 inside(__m512i coord, int64_t offset, size_t size) {
   const __m512i shifted = _mm512_add_epi32(coord, _mm512_set1_epi32(static_cast<int>(offset)));
   return _mm512_cmplt_epu32_mask(shifted, _mm512_set1_epi32(static_cast<int>(size)));
-}
-
-inline __mmask16 first_lanes(size_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
 }
 
 // Row and column of each lane of a vector of 16 consecutive positions of (rows, cols) planes,

@@ -7,15 +7,12 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
 namespace peregrine::cpu::avx512 {
 
 namespace {
-
-inline __mmask16 tail_mask(size_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // x / scale clamped to [lo - zp, hi - zp] (the integer bounds less the zero point: the same
 // result as clamping after rounding, and no float beyond int32 reaches a conversion), NaN as 0.
@@ -46,7 +43,7 @@ void q8_quantize__avx512(const float* x, size_t n, float scale, int32_t zp, bool
   const QuotientMap quotient(scale, zp, is_signed);
   const __m512i vzp = _mm512_set1_epi32(zp);
   for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i);
+    const __mmask16 m = first_lanes(n - i);
     // vcvtps2dq rounds by MXCSR: half to even unless a caller changed the mode.
     const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(quotient(x + i, m)), vzp);
     _mm_mask_storeu_epi8(y + i, m, _mm512_cvtepi32_epi8(q));
@@ -57,7 +54,7 @@ void q8_fake_quantize__avx512(const float* x, size_t n, float scale, int32_t zp,
                               float* y) {
   const QuotientMap quotient(scale, zp, is_signed);
   for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i);
+    const __mmask16 m = first_lanes(n - i);
     __m512 v =
         _mm512_roundscale_ps(quotient(x + i, m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm512_add_ps(v, _mm512_setzero_ps());  // -0.0 from rounding becomes +0.0, as (q - zp)
@@ -70,7 +67,7 @@ void q8_dequantize__avx512(const uint8_t* x, size_t n, float scale, int32_t zp, 
   const __m512 vscale = _mm512_set1_ps(scale);
   const __m512 vzero = _mm512_set1_ps(static_cast<float>(zp));
   for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i);
+    const __mmask16 m = first_lanes(n - i);
     const __m128i bytes = _mm_maskz_loadu_epi8(m, x + i);
     const __m512i w = is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
     const __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(w), vzero), vscale);
@@ -92,7 +89,7 @@ void q8_add__avx512(const uint8_t* a, const uint8_t* b, size_t n, const Q8AddPar
                                         : _mm512_cvtepu8_epi32(bytes));
   };
   for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i);
+    const __mmask16 m = first_lanes(n - i);
     const __m512 fa = _mm512_mul_ps(_mm512_sub_ps(load(a + i, m, p.a_signed), za), sa);
     const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(load(b + i, m, p.b_signed), zb), sb);
     // The rounded add keeps the compiler from contracting fb's product into an FMA (the

@@ -10,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
 namespace peregrine::cpu::avx512vnni {
@@ -28,11 +29,6 @@ constexpr size_t kPrefetchAQuads = 96;
 // intrinsic's output to a fresh register), spilling most of the 28 accumulators.
 inline void dpbusd(__m512i& acc, __m512i x, __m512i w) {
   asm("vpdpbusd %[w], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [w] "v"(w));
-}
-
-inline __mmask16 column_mask(size_t cols) {
-  return cols >= 16 ? static_cast<__mmask16>(0xffff)
-                    : static_cast<__mmask16>((1u << cols) - 1u);
 }
 
 // acc already holds the bias.
@@ -65,7 +61,8 @@ void tile(size_t cols, size_t kq, const uint32_t* a, const uint32_t* b, uint8_t*
       dpbusd(acc1[i], b1, av);
     }
   }
-  const __mmask16 m0 = column_mask(cols), m1 = column_mask(cols > 16 ? cols - 16 : 0);
+  const __mmask16 m0 = avx512::first_lanes(cols),
+                  m1 = avx512::first_lanes(cols > 16 ? cols - 16 : 0);
   const __m512i zp = _mm512_set1_epi32(out.zero_point);
   const __m512i lo = _mm512_set1_epi32(out.lo), hi = _mm512_set1_epi32(out.hi);
 #pragma GCC unroll 14

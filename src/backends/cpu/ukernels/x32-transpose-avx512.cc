@@ -3,6 +3,7 @@
 // Contract: ukernels/f32_vector_ukernels.h.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/f32_transpose_avx512.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
 
@@ -14,10 +15,6 @@
 namespace peregrine::cpu::avx512 {
 
 namespace {
-
-inline __mmask16 first_lanes(size_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // One block of rows x cols (each <= 16) at src / dst.
 template <bool kWhole>
