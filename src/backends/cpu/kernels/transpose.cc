@@ -122,6 +122,7 @@ void transpose_simplified(const T* x, T* y, const Simplified& s, int threads) {
   for (size_t j = 0; j < rank; ++j)
     if (j != a && j != b) outer *= out_dims[j];
   const int64_t sb = src_stride[b], da = out_stride[a];
+  const X32TransposeFn transpose_x32 = vector_ukernels().transpose_x32;  // looked up once a run
   auto task = [&](int64_t t, int) {
     const int64_t tile = t % (tiles_a * tiles_b);
     int64_t rem = t / (tiles_a * tiles_b), src = 0, dst = 0;
@@ -135,9 +136,9 @@ void transpose_simplified(const T* x, T* y, const Simplified& s, int threads) {
     const int64_t a0 = (tile / tiles_b) * kTile, a1 = std::min(len_a, a0 + kTile);
     const int64_t b0 = (tile % tiles_b) * kTile, b1 = std::min(len_b, b0 + kTile);
     if constexpr (sizeof(T) == 4) {  // input rows b0.. (stride sb) -> output rows a0.. (stride da)
-      vector_ukernels().transpose_x32(x + src + b0 * sb + a0, static_cast<size_t>(sb),
-                                      y + dst + a0 * da + b0, static_cast<size_t>(da),
-                                      static_cast<size_t>(b1 - b0), static_cast<size_t>(a1 - a0));
+      transpose_x32(x + src + b0 * sb + a0, static_cast<size_t>(sb), y + dst + a0 * da + b0,
+                    static_cast<size_t>(da), static_cast<size_t>(b1 - b0),
+                    static_cast<size_t>(a1 - a0));
       return;
     }
     for (int64_t i = a0; i < a1; ++i) {
