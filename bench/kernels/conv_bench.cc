@@ -67,6 +67,10 @@ const ConvShape kShapes[] = {
     {"InceptionV3", "1x7", 128, 128, 17, 17, 1, 7},
     {"InceptionV3", "7x1", 128, 192, 17, 17, 7, 1},
     {"InceptionV3", "5x5", 48, 64, 35, 35, 5, 5},
+    {"InceptionV3", "3x3", 32, 64, 147, 147},
+    {"InceptionV3", "3x3", 64, 96, 35, 35},
+    {"InceptionV3", "3x3", 96, 96, 35, 35},
+    {"InceptionV3", "3x3", 80, 192, 71, 71},
     // The sweep that fits the Winograd / phase-plane rule (conv.cc).
     {"Sweep", "3x3", 32, 32, 14, 14},
     {"Sweep", "3x3", 32, 32, 56, 56},

@@ -306,14 +306,18 @@ constexpr double kTapwiseMaxUsefulFraction = 0.75;
 // F(4x4) also needs kWinogradMinOutChannels output channels: its 36 GEMMs per block of tiles
 // have out_c rows, and with fewer the register tiles run part-empty while the transforms cost
 // the same (every out_c = 32 shape of the conv_bench, Sweep/3x3_*to32_* and YOLO's 32to32,
-// ran slower on Winograd than on the phase planes, at 1 and 2 threads).
+// ran slower on Winograd than on the phase planes, at 1 and 2 threads), and kWinogradMinInChannels
+// input channels, the K of those GEMMs: with 32, each tile's few k steps leave its loads and
+// stores of C and the transforms dominant (every in_c = 32 shape of the conv_bench,
+// Sweep/3x3_32to*_* and InceptionV3/3x3_32to64_147x147, ran as fast or faster on the planes).
 constexpr int64_t kWinogradMinOutChannels = 64;
+constexpr int64_t kWinogradMinInChannels = 64;
 
 bool phase_planes_beat_winograd(const WinogradConvShape& s, int64_t tile) {
   const double h = static_cast<double>(s.in_c) * static_cast<double>(s.out_c) /
                    static_cast<double>(s.in_c + s.out_c);
   if (tile == WinogradF2x3Conv::kTile) return h < 40.0;
-  if (s.out_c < kWinogradMinOutChannels) return true;
+  if (s.out_c < kWinogradMinOutChannels || s.in_c < kWinogradMinInChannels) return true;
   const int64_t tiles = ((s.out_h + tile - 1) / tile) * ((s.out_w + tile - 1) / tile);
   return h * std::sqrt(static_cast<double>(tiles)) < 185.0;
 }
