@@ -341,6 +341,48 @@ TEST(VectorUkernels, PoolStride1PlaneMatchesNaiveLoop) {
   if (levels == 0) GTEST_SKIP() << "no ISA level with pool_s1 on this CPU";
 }
 
+// max_pool_3x3s2 (where a level has it) against a naive loop: planes 1 to 111 wide (full
+// vectors, masked tails, one-column planes), pads 0 / 1 at each end, the input ending at a
+// guard page and the output exactly out_h x out_w (a guard page after it).
+TEST(VectorUkernels, MaxPool3x3s2PlaneMatchesNaiveLoop) {
+  struct Case {
+    size_t h, w, pt, pl, pb, pr;
+  };
+  const Case cases[] = {{111, 111, 0, 0, 0, 0}, {112, 112, 1, 1, 1, 1}, {56, 56, 1, 1, 0, 0},
+                        {35, 35, 0, 0, 0, 0},   {17, 33, 1, 0, 1, 1},   {3, 3, 0, 0, 0, 0},
+                        {1, 1, 1, 1, 1, 1},     {5, 66, 0, 1, 0, 1},    {9, 34, 1, 1, 0, 0}};
+  int levels = 0;
+  for (const VectorUkernels* uk : all_tables()) {
+    if (!uk->max_pool_3x3s2) continue;
+    ++levels;
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(isa_name(uk->isa)) + " " + std::to_string(c.h) + "x" +
+                   std::to_string(c.w) + " pads " + std::to_string(c.pt) + std::to_string(c.pl) +
+                   std::to_string(c.pb) + std::to_string(c.pr));
+      const size_t oh = (c.h + c.pt + c.pb - 3) / 2 + 1, ow = (c.w + c.pl + c.pr - 3) / 2 + 1;
+      GuardedBuffer x(c.h * c.w);
+      std::vector<float> xv = random_floats(c.h * c.w, 23, -2, 2);
+      std::copy(xv.begin(), xv.end(), x.data());
+      GuardedBuffer y(oh * ow);
+      std::vector<float> row(max_pool_3x3s2_scratch_floats(c.w));
+      uk->max_pool_3x3s2(x.data(), c.h, c.w, c.pt, c.pl, y.data(), oh, ow, row.data());
+      for (size_t i = 0; i < oh; ++i)
+        for (size_t j = 0; j < ow; ++j) {
+          float want = -INFINITY;
+          for (size_t ki = 0; ki < 3; ++ki)
+            for (size_t kj = 0; kj < 3; ++kj) {
+              const int64_t ih = int64_t(2 * i + ki) - int64_t(c.pt);
+              const int64_t iw = int64_t(2 * j + kj) - int64_t(c.pl);
+              if (ih < 0 || iw < 0 || ih >= int64_t(c.h) || iw >= int64_t(c.w)) continue;
+              want = std::max(want, xv[size_t(ih) * c.w + size_t(iw)]);
+            }
+          ASSERT_EQ(y.data()[i * ow + j], want) << "at " << i << "," << j;
+        }
+    }
+  }
+  if (levels == 0) GTEST_SKIP() << "no ISA level with max_pool_3x3s2 on this CPU";
+}
+
 // --- Op kernels through the executor, against the reference backend.
 
 using testing::compare_with_reference;
