@@ -71,6 +71,11 @@ const ConvShape kShapes[] = {
     {"InceptionV3", "3x3", 64, 96, 35, 35},
     {"InceptionV3", "3x3", 96, 96, 35, 35},
     {"InceptionV3", "3x3", 80, 192, 71, 71},
+    // Pointwise convs of few channels on wide maps (MnasNet, MobileNetV2).
+    {"Pointwise", "1x1", 32, 16, 112, 112, 1, 1},
+    {"Pointwise", "1x1", 16, 48, 112, 112, 1, 1},
+    {"Pointwise", "1x1", 16, 96, 112, 112, 1, 1},
+    {"Pointwise", "1x1", 24, 72, 56, 56, 1, 1},
     // The sweep that fits the Winograd / phase-plane rule (conv.cc).
     {"Sweep", "3x3", 32, 32, 14, 14},
     {"Sweep", "3x3", 32, 32, 56, 56},

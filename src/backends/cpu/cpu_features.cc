@@ -19,7 +19,12 @@ uint64_t read_xcr0() {
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return f;
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // "AuthenticAMD"
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const unsigned base_family = (eax >> 8) & 0xf;
+  const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+  f.avx512_split = amd && family == 0x19;
   const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), fma = ecx & (1u << 12);
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = read_xcr0();

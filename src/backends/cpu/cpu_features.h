@@ -27,6 +27,9 @@ struct CpuFeatures {
   bool avx512_bf16 = false;
   bool avx512_vbmi = false;  // vpermb / vpermi2b: byte permutes
   bool avx_vnni = false;
+  // 512-bit operations issue as two 256-bit halves (AMD family 19h, Zen 4), so a 512-bit
+  // shuffle costs two: kernels whose wider variant is shuffle-bound keep the narrower one.
+  bool avx512_split = false;
   // Highest level this CPU can run.
   Isa best_isa() const;
   std::string to_string() const;  // "avx2 fma avx512f ..."

@@ -4,6 +4,7 @@
 // at the baseline width. Also the per-ISA table.
 #include <algorithm>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_chw_impl.h"
 
 namespace peregrine::cpu {
@@ -37,7 +38,14 @@ void f32_dwconv2d_chw__scalar(const DwConv2dGeometry &g, const DwConv2dPlane &p,
 
 namespace {
 
-bool c16_preferred(const DwConv2dGeometry &g) { return g.in_w <= 28; }
+// The 16-channel block kernel on planes up to 28 columns wide, and up to 112 where 512-bit
+// shuffles run at full width: its 16x16 transposes then cost no more per channel than the
+// 8-channel kernel's 8x8 ones and each call's fixed work covers twice the channels. Wider
+// planes, whose 16-channel tile ring outgrows the caches, keep the 8-channel kernel
+// (peregrine_dwconv_bench: MobileNetV2/*, K5/*, K7/* and Wide/*).
+bool c16_preferred(const DwConv2dGeometry &g) {
+  return g.in_w <= 28 || (g.in_w <= 112 && !cpu_features().avx512_split);
+}
 
 // The row-vector kernel where at least 12 of its 16 lanes are output pixels. MobileNetV2 in the
 // model against the c16 kernel (1 thread / 2 threads, per layer): 14x14 planes -10-13% / -10-20%,
