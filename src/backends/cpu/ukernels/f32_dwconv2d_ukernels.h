@@ -210,11 +210,9 @@ struct DwConv2dUkernelInfo {
   bool (*c8_supported)(const DwConv2dGeometry &g);
   int64_t (*c8_scratch_floats)(const DwConv2dGeometry &g, int64_t lanes);
   // Where `preferred` is false for a plane, `otherwise` runs it (nullptr: this entry runs all).
-  // The AVX-512 chain: the row-vector kernel on stride-1 planes 12-16 output columns wide (its
-  // rule: f32-dwconv2d-chw-scalar.cc), else the c16 kernel on planes up to 28 wide, else the
-  // AVX2 c8 kernel (c16's fixed work per call is what it saves, and on Zen 4 its 512-bit
-  // transposes cost more per element than two 256-bit ones: MobileNetV2, 1 thread, c16 against
-  // c8: 56 wide +10-20%, 28 equal, 14 and 7 wide -7-11%).
+  // The AVX-512 chain: the row-vector kernel on stride-1 planes 12-16 output columns wide, else
+  // the c16 kernel on planes up to 28 wide (up to 112 where 512-bit shuffles run at full
+  // width), else the AVX2 c8 kernel (the rules: f32-dwconv2d-chw-scalar.cc).
   bool (*preferred)(const DwConv2dGeometry &g);
   const DwConv2dUkernelInfo *otherwise;
 };
