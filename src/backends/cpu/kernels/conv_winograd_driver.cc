@@ -17,34 +17,54 @@ constexpr int64_t kLanes = 8;  // the widest transform kernel's tile group (AVX2
 // ResNet-50 layer1 (1 thread): 256 KiB 3.4 ms, 1 MiB 4.0 ms, 4 MiB 4.9 ms.
 constexpr int64_t kScratchBytes = int64_t{256} << 10;
 
-// Per-thread buffer for the phase-split input rows of one tile row ((m + 2) * m * wq floats).
+// Per-thread buffer for the phase-split input rows of a block's tile rows of one image.
 float *phase_rows_buffer(size_t count) {
   thread_local std::vector<float> buffer;
   if (buffer.size() < count) buffer.resize(count);
   return buffer.data();
 }
 
-// The m + 2 input rows of one tile row split into m column phases:
+// Per-thread line of m * wq floats: one input row shifted by iw0, zero outside the plane.
+float *padded_line_buffer(size_t count) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+// rows[p * wq + i] = line[M i + p]: a fixed stride the compiler unrolls, one pass per phase.
+template <int64_t M>
+void deinterleave(const float *line, int64_t wq, float *rows) {
+  for (int64_t p = 0; p < M; ++p)
+    for (int64_t i = 0; i < wq; ++i) rows[p * wq + i] = line[M * i + p];
+}
+
+// `lines` input rows split into m column phases:
 // pq[(r * m + p) * wq + i] = plane(ih0 + r, m i + p + iw0), zero outside the plane (H, W).
-void split_phase_rows(int64_t m, const float *plane, int64_t h, int64_t w, int64_t ih0,
-                      int64_t iw0, int64_t wq, float *pq) {
-  for (int64_t r = 0; r < m + 2; ++r) {
-    float *rows = pq + r * m * wq;
+// Each row is first copied into a zero-padded line, so the split itself has no bounds to test.
+void split_phase_rows(int64_t m, int64_t lines, const float *plane, int64_t h, int64_t w,
+                      int64_t ih0, int64_t iw0, int64_t wq, float *pq) {
+  const int64_t len = m * wq;
+  float *line = padded_line_buffer(static_cast<size_t>(len));
+  // Line index j holds column j + iw0: columns [0, w) land on [lo, hi).
+  const int64_t lo = std::clamp<int64_t>(-iw0, 0, len);
+  const int64_t hi = std::clamp<int64_t>(w - iw0, lo, len);
+  std::fill(line, line + lo, 0.0f);
+  std::fill(line + hi, line + len, 0.0f);
+  for (int64_t r = 0; r < lines; ++r) {
+    float *rows = pq + r * len;
     const int64_t ih = ih0 + r;
     if (ih < 0 || ih >= h) {
-      std::fill(rows, rows + m * wq, 0.0f);
+      std::fill(rows, rows + len, 0.0f);
       continue;
     }
-    const float *src = plane + ih * w;
-    for (int64_t p = 0; p < m; ++p) {
-      float *dst = rows + p * wq;
-      const int64_t off = p + iw0;  // column of index i: m i + off
-      const int64_t hi = std::clamp<int64_t>(w - 1 - off < 0 ? 0 : (w - 1 - off) / m + 1, 0, wq);
-      const int64_t lo = std::min(off >= 0 ? 0 : (-off + m - 1) / m, hi);
-      std::fill(dst, dst + lo, 0.0f);
-      for (int64_t i = lo; i < hi; ++i) dst[i] = src[m * i + off];
-      std::fill(dst + hi, dst + wq, 0.0f);
-    }
+    std::copy(plane + ih * w + lo + iw0, plane + ih * w + hi + iw0, line + lo);
+    if (m == 4)
+      deinterleave<4>(line, wq, rows);
+    else if (m == 2)
+      deinterleave<2>(line, wq, rows);
+    else
+      for (int64_t p = 0; p < m; ++p)
+        for (int64_t i = 0; i < wq; ++i) rows[p * wq + i] = line[m * i + p];
   }
 }
 
@@ -144,20 +164,29 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
     const int64_t rows = std::min(block_rows, tile_rows - r0), nb = rows * pitch;
     const int64_t vx = packed_b_floats(gemm, s.in_c, nb);
     float *m = v + points * vx;
-    // Input transform: task (channel, tile row of the block), written straight into V_xi's
-    // (kc, NR) panels, so the GEMM never re-packs V.
-    auto input_task = [&](int64_t t, int) {
-      const int64_t ci = t / rows, k = t % rows;
-      const int64_t n = (r0 + k) / tiles_h, tr = (r0 + k) % tiles_h;
+    // Input transform: task (channel), written straight into V_xi's (kc, NR) panels, so the
+    // GEMM never re-packs V. The block's input rows of each image are phase-split once (tile
+    // rows share two input rows) and each tile row transformed from them: per-(channel, tile
+    // row) tasks spent most of the input stage on their own set-up and on re-splitting
+    // (peregrine_conv_bench, ResNet50/layer1).
+    auto input_task = [&](int64_t ci, int) {
       const int64_t kcur = std::min(kc, s.in_c - ci / kc * kc);    // rows in ci's K block
       float *row = v + packed_b_offset(gemm, s.in_c, nb, ci, 0);  // V_0(ci, 0)
-      float *pq = phase_rows_buffer(static_cast<size_t>((tile + 2) * tile * wq));
-      split_phase_rows(tile, x + (n * s.in_c + ci) * in_plane, s.in_h, s.in_w,
-                       tr * tile - s.pad_t, -s.pad_l, wq, pq);
-      transforms.input(pq, static_cast<size_t>(wq), static_cast<size_t>(pitch), row,
-                        static_cast<size_t>(vx), static_cast<size_t>(k * pitch),
-                        static_cast<size_t>(nr), static_cast<size_t>(kcur * nr));
-      if (k == rows - 1 && nb % nr != 0) {
+      for (int64_t k0 = 0; k0 < rows;) {
+        const int64_t n = (r0 + k0) / tiles_h, tr0 = (r0 + k0) % tiles_h;
+        const int64_t count = std::min(rows - k0, tiles_h - tr0);  // image n's tile rows
+        const int64_t lines = count * tile + 2;
+        float *pq = phase_rows_buffer(static_cast<size_t>(lines * tile * wq));
+        split_phase_rows(tile, lines, x + (n * s.in_c + ci) * in_plane, s.in_h, s.in_w,
+                         tr0 * tile - s.pad_t, -s.pad_l, wq, pq);
+        for (int64_t k = k0; k < k0 + count; ++k)
+          transforms.input(pq + (k - k0) * tile * tile * wq, static_cast<size_t>(wq),
+                           static_cast<size_t>(pitch), row, static_cast<size_t>(vx),
+                           static_cast<size_t>(k * pitch), static_cast<size_t>(nr),
+                           static_cast<size_t>(kcur * nr));
+        k0 += count;
+      }
+      if (nb % nr != 0) {
         // Columns past nb in the last panel: zeros, as pack_b leaves them (they only feed
         // discarded C columns, but stale denormals there would slow the FMAs down).
         float *pad = row + (nb / nr) * kcur * nr + nb % nr;
@@ -165,7 +194,7 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
           std::fill(pad + xi * vx, pad + xi * vx + (nr - nb % nr), 0.0f);
       }
     };
-    cpu_thread_pool().parallel_for(s.in_c * rows, inner, input_task);
+    cpu_thread_pool().parallel_for(s.in_c, inner, input_task);
     // M_xi (Cout, nb) = U_xi (Cout, Cin) V_xi (Cin, nb): one GEMM per task, both operands
     // pre-packed.
     auto gemm_task = [&](int64_t xi, int) {
