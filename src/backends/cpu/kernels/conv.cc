@@ -309,9 +309,11 @@ constexpr double kTapwiseMaxUsefulFraction = 0.75;
 // ran slower on Winograd than on the phase planes, at 1 and 2 threads), and kWinogradMinInChannels
 // input channels, the K of those GEMMs: with 32, each tile's few k steps leave its loads and
 // stores of C and the transforms dominant (every in_c = 32 shape of the conv_bench,
-// Sweep/3x3_32to*_* and InceptionV3/3x3_32to64_147x147, ran as fast or faster on the planes).
+// Sweep/3x3_32to*_* and InceptionV3/3x3_32to64_147x147, ran as fast or faster on the planes),
+// while with 48 F(4x4) still wins (Sweep/3x3_48to64_28x28, EfficientNetV2-S's 48 -> 192 convs
+// in bench/compare.py).
 constexpr int64_t kWinogradMinOutChannels = 64;
-constexpr int64_t kWinogradMinInChannels = 64;
+constexpr int64_t kWinogradMinInChannels = 48;
 
 bool phase_planes_beat_winograd(const WinogradConvShape& s, int64_t tile) {
   const double h = static_cast<double>(s.in_c) * static_cast<double>(s.out_c) /
