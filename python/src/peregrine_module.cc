@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
+#include "core/json_text.h"
 #include "core/precision.h"
 #include "ir/graph.h"
 #include "peregrine/session.h"
@@ -280,7 +282,7 @@ class PySession {
     profiling_ = false;
     trace_.process_name = "peregrine " + (from_bytes_ ? std::string("<model bytes>") : path_);
     trace_.threads.push_back({0, "run"});
-    Status w = profiler::write_text_file_atomically(path, profiler::trace_to_json(trace_));
+    Status w = write_file_atomically(path, profiler::trace_to_json(trace_));
     if (!w.is_ok()) raise(w);
     return path;
   }
@@ -402,14 +404,14 @@ class PySession {
     const double run_us = micros(start - trace_origin_);
     trace_.events.push_back({"run", "run", run_us, micros(end - start), 0, 0, {}});
     for (const NodeTiming& t : timings)
-      trace_.events.push_back({t.node->name.empty() ? t.node->op_type : t.node->name,
-                               "node",
-                               run_us + t.start_us,
-                               t.duration_us,
-                               0,
-                               0,
-                               {{"op_type", profiler::json_string(t.node->op_type)},
-                                {"kernel", profiler::json_string(t.kernel)}}});
+      trace_.events.push_back(
+          {t.node->name.empty() ? t.node->op_type : t.node->name,
+           "node",
+           run_us + t.start_us,
+           t.duration_us,
+           0,
+           0,
+           {{"op_type", json_string(t.node->op_type)}, {"kernel", json_string(t.kernel)}}});
   }
 
   SessionOptions options_;

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "core/checked_math.h"
+#include "core/file_io.h"
 
 namespace peregrine {
 
@@ -153,23 +154,11 @@ std::string serialize_npy(const Tensor& t) {
 Status write_npy(const std::string& path, const Tensor& t) {
   if (!descr_of(t.dtype()))
     return unsupported("cannot write " + std::string(dtype_name(t.dtype())) + " tensors to .npy");
-  // Header, then the tensor's bytes straight from its buffer (no second copy of a large
-  // output in memory); to a temporary name and renamed, so a failure never leaves half a file.
+  // Header, then the tensor's bytes straight from its buffer (no second copy of a large output
+  // in memory).
   const std::string header = npy_header(t);
-  std::string tmp = path + ".tmp-peregrine";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return invalid_input("cannot write '" + path + "'");
-    f.write(header.data(), static_cast<std::streamsize>(header.size()));
-    f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-    if (!f) {
-      f.close();
-      std::remove(tmp.c_str());
-      return invalid_input("cannot write '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return invalid_input("cannot write '" + path + "'");
-  return Status::ok();
+  return write_file_atomically(
+      path, {header, std::string_view(static_cast<const char*>(t.raw()), t.nbytes())});
 }
 
 }  // namespace peregrine

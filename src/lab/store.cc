@@ -12,6 +12,8 @@
 #include <limits>
 #include <thread>
 
+#include "core/utc_time.h"
+
 namespace peregrine {
 namespace {
 
@@ -246,7 +248,7 @@ Status create_schema(sqlite3* db, const std::string& path) {
   meta.bind(2, std::to_string(ExperimentStore::kSchemaVersion));
   PG_RETURN_IF_ERROR(meta.execute());
   meta.bind(1, std::string("created_at"));
-  meta.bind(2, utc_timestamp_now());
+  meta.bind(2, utc_now_iso8601());
   PG_RETURN_IF_ERROR(meta.execute());
   // PRAGMA takes no parameters; the value is our constant, not user data.
   return exec(db, path, ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
@@ -273,15 +275,6 @@ Expected<std::string> default_store_path() {
   const char* home = std::getenv("HOME");
   if (!home || !*home) return invalid_input("HOME is not set; pass the run store with --db PATH");
   return std::string(home) + "/.peregrine/runs.db";
-}
-
-std::string utc_timestamp_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 Expected<ExperimentStore> ExperimentStore::open(const std::string& path) {
@@ -342,7 +335,7 @@ Expected<ExperimentStore> ExperimentStore::open(const std::string& path) {
 
 Expected<int64_t> ExperimentStore::record(RunRecord& record) {
   sqlite3* db = db_.get();
-  if (record.timestamp.empty()) record.timestamp = utc_timestamp_now();
+  if (record.timestamp.empty()) record.timestamp = utc_now_iso8601();
   PG_RETURN_IF_ERROR(exec(db, path_, "BEGIN IMMEDIATE"));
   auto write = [&]() -> Expected<int64_t> {
     Statement run(db, path_,

@@ -58,7 +58,5 @@ class ExperimentStore {
 
 // ~/.peregrine/runs.db, or an error when HOME is not set.
 Expected<std::string> default_store_path();
-// Current UTC time as ISO 8601, e.g. "2025-01-31T12:34:56Z".
-std::string utc_timestamp_now();
 
 }  // namespace peregrine

@@ -2,8 +2,6 @@
 // thread count, memory and cache bandwidth) and caches them as JSON per CPU.
 #include "profiler/machine.h"
 
-#include "backends/cpu/cpu_features.h"
-
 #include <pwd.h>
 #include <unistd.h>
 
@@ -24,6 +22,10 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cpu/cpu_features.h"
+#include "core/file_io.h"
+#include "core/json_text.h"
+#include "core/utc_time.h"
 #include "profiler/machine_kernels.h"
 
 namespace peregrine {
@@ -422,15 +424,6 @@ double measure_cache_read(const BandwidthKernels& k, size_t bytes, double second
   return best;
 }
 
-std::string utc_now_iso8601() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 size_t physical_memory_bytes() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
@@ -496,24 +489,6 @@ Expected<MachineCeilings> measure_ceilings() { return measure_ceilings(MeasureOp
 namespace {
 
 constexpr int kSchemaVersion = 1;
-
-std::string json_quote(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    unsigned char u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      o += '\\';
-      o += ch;
-    } else if (u < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", u);
-      o += b;
-    } else {
-      o += ch;
-    }
-  }
-  return o + "\"";
-}
 
 // Shortest text that reads back as the same double; non-finite values become 0.
 std::string json_double(double v) {
@@ -718,23 +693,25 @@ Status read_array_map(const Json* v, const std::string& what,
 std::string ceilings_to_json(const MachineCeilings& c) {
   std::ostringstream o;
   o << "{\n  \"schema_version\": " << kSchemaVersion << ",\n";
-  o << "  \"cpu_model\": " << json_quote(c.cpu_model) << ",\n";
-  o << "  \"fingerprint\": " << json_quote(c.fingerprint) << ",\n";
+  o << "  \"cpu_model\": " << json_string(c.cpu_model) << ",\n";
+  o << "  \"fingerprint\": " << json_string(c.fingerprint) << ",\n";
   o << "  \"logical_cores\": " << c.logical_cores << ",\n";
-  o << "  \"measured_at\": " << json_quote(c.measured_at) << ",\n";
+  o << "  \"measured_at\": " << json_string(c.measured_at) << ",\n";
   o << "  \"isa_levels\": [";
-  for (size_t i = 0; i < c.isa_levels.size(); ++i) o << (i ? ", " : "") << json_quote(c.isa_levels[i]);
+  for (size_t i = 0; i < c.isa_levels.size(); ++i)
+    o << (i ? ", " : "") << json_string(c.isa_levels[i]);
   o << "],\n";
   auto array_map = [&o](const char* key, const std::map<std::string, std::vector<double>>& m) {
     o << "  \"" << key << "\": {";
     size_t i = 0;
-    for (const auto& [k, v] : m) o << (i++ ? "," : "") << "\n    " << json_quote(k) << ": " << json_array(v);
+    for (const auto& [k, v] : m)
+      o << (i++ ? "," : "") << "\n    " << json_string(k) << ": " << json_array(v);
     o << (m.empty() ? "},\n" : "\n  },\n");
   };
   auto number_map = [&o](const char* key, const std::map<std::string, double>& m) {
     o << "  \"" << key << "\": {";
     size_t i = 0;
-    for (const auto& [k, v] : m) o << (i++ ? ", " : "") << json_quote(k) << ": " << json_double(v);
+    for (const auto& [k, v] : m) o << (i++ ? ", " : "") << json_string(k) << ": " << json_double(v);
     o << "},\n";
   };
   array_map("peak_gflops", c.peak_gflops);
@@ -743,7 +720,7 @@ std::string ceilings_to_json(const MachineCeilings& c) {
   number_map("cache_bytes", c.cache_bytes);
   o << "  \"dram_buffer_bytes\": " << json_double(c.dram_buffer_bytes) << ",\n";
   // Convenience for readers that want one number per roof (what rooflines use).
-  o << "  \"best_isa\": " << json_quote(c.best_isa()) << ",\n";
+  o << "  \"best_isa\": " << json_string(c.best_isa()) << ",\n";
   o << "  \"peak_gflops_all_threads\": " << json_double(c.peak_gflops_at(c.logical_cores)) << ",\n";
   o << "  \"bandwidth_gbps_all_threads\": " << json_double(c.bandwidth_gbps_at(c.logical_cores)) << "\n";
   o << "}\n";
@@ -804,28 +781,6 @@ std::string default_cache_dir() {
 std::string current_fingerprint() {
   CpuInfo cpu = detect_cpu();
   return machine_fingerprint(cpu.model, cpu.flags, cpu.logical_cores);
-}
-
-Status write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return internal_error("cannot write '" + tmp + "'");
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return internal_error("cannot write '" + tmp + "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return internal_error("cannot rename '" + tmp + "' to '" + path + "'");
-  }
-  return Status::ok();
 }
 
 }  // namespace

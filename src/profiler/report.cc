@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/json_text.h"
 #include "profiler/trace.h"
 
 namespace peregrine::profiler {

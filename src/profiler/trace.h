@@ -14,7 +14,7 @@
 namespace peregrine::profiler {
 
 // One argument of an event: its key and its value already encoded as JSON
-// (use json_string / json_number to make one).
+// (use json_string / json_number of core/json_text.h to make one).
 using TraceArg = std::pair<std::string, std::string>;
 
 struct TraceEvent {
@@ -35,17 +35,7 @@ struct Trace {
   std::vector<TraceArg> metadata;  // top-level "metadata" object
 };
 
-// JSON string literal with quotes; bytes that are not valid UTF-8 become U+FFFD so the
-// file always parses.
-std::string json_string(const std::string& s);
-// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
-std::string to_valid_utf8(const std::string& s);
-// JSON number; NaN and infinities (not JSON) become null.
-std::string json_number(double v);
-
 std::string trace_to_json(const Trace& trace);
-// Writes to `path` through a temporary file and a rename, so a failure leaves no torn file.
-Status write_text_file_atomically(const std::string& path, const std::string& text);
 
 // The calling thread's OS id (what Perfetto shows as the thread).
 int64_t current_thread_id();

@@ -3,13 +3,22 @@
 
 #include <cmath>
 #include <limits>
+#include <regex>
 
 #include "core/checked_math.h"
 #include "core/narrow_float.h"
 #include "core/tensor.h"
+#include "core/utc_time.h"
 
 namespace peregrine {
 namespace {
+
+TEST(UtcTime, Iso8601ToTheSecond) {
+  const std::string now = utc_now_iso8601();
+  EXPECT_TRUE(std::regex_match(
+      now, std::regex(R"(20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]Z)")))
+      << now;
+}
 
 TEST(Float16, ExactValuesRoundTrip) {
   for (float f : {0.f, 1.f, -2.f, 0.5f, 65504.f, -65504.f, 6.103515625e-05f})

@@ -15,6 +15,9 @@
 #include <sstream>
 #include <vector>
 
+#include "core/file_io.h"
+#include "core/json_text.h"
+
 namespace peregrine::profiler {
 namespace {
 
@@ -332,15 +335,20 @@ TEST(Trace, WritesAtomicallyAndReportsFailure) {
       fs::temp_directory_path() / ("peregrine_trace_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path file = dir / "t.json";
-  ASSERT_TRUE(write_text_file_atomically(file.string(), "{}\n").is_ok());
-  std::ifstream in(file);
-  std::stringstream got;
-  got << in.rdbuf();
-  EXPECT_EQ(got.str(), "{}\n");
+  ASSERT_TRUE(write_file_atomically(file.string(), "{}\n").is_ok());
+  auto contents = [&] {
+    std::ifstream in(file);
+    std::stringstream got;
+    got << in.rdbuf();
+    return got.str();
+  };
+  EXPECT_EQ(contents(), "{}\n");
+  ASSERT_TRUE(write_file_atomically(file.string(), {"[1, ", "2]", ""}).is_ok());  // pieces in order
+  EXPECT_EQ(contents(), "[1, 2]");
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 1u);  // no temporary left behind
-  EXPECT_FALSE(write_text_file_atomically((dir / "missing" / "t.json").string(), "{}").is_ok());
+  EXPECT_FALSE(write_file_atomically((dir / "missing" / "t.json").string(), "{}").is_ok());
   fs::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "core/json_text.h"
 #include "core/runtime_value.h"
 #include "ir/graph.h"
 #include "lab/run_record.h"
@@ -71,23 +72,6 @@ ActivationBytes static_activation_bytes(const ir::Graph& g) {
     }
   }
   return a;
-}
-
-std::string quote(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      o += '\\';
-      o += ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(ch));
-      o += b;
-    } else {
-      o += ch;
-    }
-  }
-  return o + "\"";
 }
 
 std::string number(double v) {
@@ -153,19 +137,22 @@ RunRecord to_run_record(const BenchResult& r, const std::string& options_json) {
 std::string result_json(const BenchResult& r) {
   std::ostringstream o;
   const auto& l = r.latency;
-  o << "{\"model\": " << quote(r.model) << ", \"input_shapes\": " << quote(r.input_shapes)
-    << ", \"threads\": " << r.threads << ", \"warmup_iterations\": " << r.warmup_iterations
-    << ", \"iterations\": " << l.count << ", \"create_ms\": " << number(r.create_ms)
-    << ", \"first_run_ms\": " << number(r.first_run_ms) << ", \"latency_ms\": {\"min\": "
-    << number(l.min) << ", \"mean\": " << number(l.mean) << ", \"median\": " << number(l.median)
-    << ", \"p90\": " << number(l.p90) << ", \"p95\": " << number(l.p95) << ", \"p99\": "
-    << number(l.p99) << ", \"max\": " << number(l.max) << ", \"stddev\": " << number(l.stddev)
+  o << "{\"model\": " << json_string(r.model)
+    << ", \"input_shapes\": " << json_string(r.input_shapes) << ", \"threads\": " << r.threads
+    << ", \"warmup_iterations\": " << r.warmup_iterations << ", \"iterations\": " << l.count
+    << ", \"create_ms\": " << number(r.create_ms)
+    << ", \"first_run_ms\": " << number(r.first_run_ms)
+    << ", \"latency_ms\": {\"min\": " << number(l.min) << ", \"mean\": " << number(l.mean)
+    << ", \"median\": " << number(l.median) << ", \"p90\": " << number(l.p90)
+    << ", \"p95\": " << number(l.p95) << ", \"p99\": " << number(l.p99)
+    << ", \"max\": " << number(l.max) << ", \"stddev\": " << number(l.stddev)
     << "}, \"cpu_ms_median\": " << number(r.cpu_ms_median)
     << ", \"throughput_per_s\": " << number(r.throughput_per_s)
     << ", \"peak_rss_mb\": " << number(r.peak_rss_mb)
     << ", \"activation_bytes\": " << static_cast<int64_t>(r.activations.bytes)
     << ", \"activation_bytes_method\": "
-    << quote("sum of every node output of one run, from inferred static shapes (not peak live)")
+    << json_string(
+           "sum of every node output of one run, from inferred static shapes (not peak live)")
     << ", \"activation_values\": " << r.activations.values
     << ", \"activation_values_unknown_size\": " << r.activations.unknown
     << ", \"arena_bytes\": " << r.arena.arena_bytes

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "core/json_text.h"
 #include "lab/compare_runs.h"
 #include "lab/store.h"
 #include "profiler/trace.h"
@@ -14,9 +15,6 @@
 
 namespace peregrine::cli {
 namespace {
-
-using profiler::json_number;
-using profiler::json_string;
 
 const char kUsage[] =
     "RUN_A RUN_B [options]\n\n"

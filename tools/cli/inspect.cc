@@ -3,26 +3,17 @@
 #include <map>
 #include <sstream>
 
+#include "cli_common.h"
+#include "core/json_text.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
+#include "model_inputs.h"
 #include "ops/op_schema.h"
 #include "peregrine/session.h"
-#include "cli_common.h"
-#include "model_inputs.h"
 
 namespace peregrine::cli {
 
 namespace {
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') { o += '\\'; o += c; }
-    else if (static_cast<unsigned char>(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
-  }
-  return o;
-}
 
 struct Summary {
   std::map<std::string, int> op_histogram;
@@ -105,23 +96,24 @@ int cmd_inspect(int argc, char** argv) {
     auto io_list = [&](const std::vector<IoInfo>& list) {
       o << "[";
       for (size_t i = 0; i < list.size(); ++i)
-        o << (i ? ", " : "") << "{\"name\": \"" << json_escape(list[i].name) << "\", \"type\": \""
-          << json_escape(list[i].type) << "\"}";
+        o << (i ? ", " : "") << "{\"name\": " << json_string(list[i].name)
+          << ", \"type\": " << json_string(list[i].type) << "}";
       o << "]";
     };
-    o << "{\"model\": \"" << json_escape(model.path) << "\", \"producer\": \""
-      << json_escape(model.producer_name + " " + model.producer_version) << "\", \"ir_version\": "
-      << model.ir_version << ", \"opsets\": {";
+    o << "{\"model\": " << json_string(model.path)
+      << ", \"producer\": " << json_string(model.producer_name + " " + model.producer_version)
+      << ", \"ir_version\": " << model.ir_version << ", \"opsets\": {";
     size_t k = 0;
     for (const auto& [d, v] : model.graph.opsets)
-      o << (k++ ? ", " : "") << "\"" << json_escape(d.empty() ? "ai.onnx" : d) << "\": " << v;
+      o << (k++ ? ", " : "") << json_string(d.empty() ? "ai.onnx" : d) << ": " << v;
     o << "}, \"inputs\": ";
     io_list((*session)->inputs());
     o << ", \"outputs\": ";
     io_list((*session)->outputs());
     o << ", \"nodes\": " << sum.nodes << ", \"op_histogram\": {";
     k = 0;
-    for (const auto& [op, n] : sum.op_histogram) o << (k++ ? ", " : "") << "\"" << json_escape(op) << "\": " << n;
+    for (const auto& [op, n] : sum.op_histogram)
+      o << (k++ ? ", " : "") << json_string(op) << ": " << n;
     o << "}, \"parameters\": " << sum.parameters << ", \"parameter_bytes\": " << sum.parameter_bytes
       << ", \"flops\": " << static_cast<int64_t>(sum.flops) << ", \"arena_bytes\": "
       << mem.arena_bytes << ", \"arena_lower_bound_bytes\": " << mem.lower_bound_bytes
@@ -130,10 +122,10 @@ int cmd_inspect(int argc, char** argv) {
     if (args.is_set("kernels")) {
       o << ", \"kernels\": [";
       for (size_t i = 0; i < kernels.size(); ++i)
-        o << (i ? ", " : "") << "{\"node\": \"" << json_escape(kernels[i].node)
-          << "\", \"op_type\": \"" << json_escape(kernels[i].op_type) << "\", \"kernel\": \""
-          << json_escape(kernels[i].kernel) << "\", \"source\": \"" << json_escape(kernels[i].source)
-          << "\"}";
+        o << (i ? ", " : "") << "{\"node\": " << json_string(kernels[i].node)
+          << ", \"op_type\": " << json_string(kernels[i].op_type)
+          << ", \"kernel\": " << json_string(kernels[i].kernel)
+          << ", \"source\": " << json_string(kernels[i].source) << "}";
       o << "]";
     }
     o << "}\n";

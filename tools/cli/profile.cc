@@ -15,6 +15,8 @@
 #include <unordered_map>
 
 #include "cli_common.h"
+#include "core/file_io.h"
+#include "core/json_text.h"
 #include "ir/graph.h"
 #include "lab/compare_runs.h"
 #include "lab/run_record.h"
@@ -160,56 +162,51 @@ std::string text_report(const profiler::ProfileReport& r) {
 
 std::string json_report(const profiler::ProfileReport& r, double overhead_percent) {
   std::ostringstream o;
-  o << "{\"model\": " << profiler::json_string(r.model_path) << ", \"threads\": " << r.threads
+  o << "{\"model\": " << json_string(r.model_path) << ", \"threads\": " << r.threads
     << ", \"iterations\": " << r.iterations
-    << ", \"machine\": {\"cpu_model\": " << profiler::json_string(r.cpu_model)
-    << ", \"isa\": " << profiler::json_string(r.isa)
-    << ", \"peak_gflops\": " << profiler::json_number(r.roofs.peak_gflops)
-    << ", \"bandwidth_gbps\": " << profiler::json_number(r.roofs.bandwidth_gbps)
-    << ", \"ridge_flops_per_byte\": " << profiler::json_number(profiler::ridge_intensity(r.roofs))
-    << "}"
-    << ", \"latency_median_ms\": " << profiler::json_number(r.latency_median_ms)
-    << ", \"latency_untimed_median_ms\": " << profiler::json_number(r.latency_untimed_median_ms)
-    << ", \"profiling_overhead_percent\": " << profiler::json_number(overhead_percent)
-    << ", \"node_time_ms\": " << profiler::json_number(profiler::total_node_time_us(r.nodes) / 1e3)
-    << ", \"executor_overhead_us_per_node\": "
-    << profiler::json_number(executor_overhead_us_per_node(r)) << ", \"nodes\": [";
+    << ", \"machine\": {\"cpu_model\": " << json_string(r.cpu_model)
+    << ", \"isa\": " << json_string(r.isa)
+    << ", \"peak_gflops\": " << json_number(r.roofs.peak_gflops)
+    << ", \"bandwidth_gbps\": " << json_number(r.roofs.bandwidth_gbps)
+    << ", \"ridge_flops_per_byte\": " << json_number(profiler::ridge_intensity(r.roofs)) << "}"
+    << ", \"latency_median_ms\": " << json_number(r.latency_median_ms)
+    << ", \"latency_untimed_median_ms\": " << json_number(r.latency_untimed_median_ms)
+    << ", \"profiling_overhead_percent\": " << json_number(overhead_percent)
+    << ", \"node_time_ms\": " << json_number(profiler::total_node_time_us(r.nodes) / 1e3)
+    << ", \"executor_overhead_us_per_node\": " << json_number(executor_overhead_us_per_node(r))
+    << ", \"nodes\": [";
   for (size_t i = 0; i < r.nodes.size(); ++i) {
     const auto& n = r.nodes[i];
     const auto& p = n.roof;
     o << (i ? ",\n  " : "\n  ") << "{\"index\": " << n.index
-      << ", \"name\": " << profiler::json_string(n.name)
-      << ", \"op_type\": " << profiler::json_string(n.op_type)
-      << ", \"kernel\": " << profiler::json_string(n.kernel)
-      << ", \"inputs\": " << profiler::json_string(n.input_shapes)
-      << ", \"outputs\": " << profiler::json_string(n.output_shapes)
-      << ", \"median_us\": " << profiler::json_number(n.median_us)
-      << ", \"min_us\": " << profiler::json_number(n.min_us)
-      << ", \"flops\": " << profiler::json_number(p.flops)
-      << ", \"bytes\": " << profiler::json_number(p.bytes)
+      << ", \"name\": " << json_string(n.name) << ", \"op_type\": " << json_string(n.op_type)
+      << ", \"kernel\": " << json_string(n.kernel)
+      << ", \"inputs\": " << json_string(n.input_shapes)
+      << ", \"outputs\": " << json_string(n.output_shapes)
+      << ", \"median_us\": " << json_number(n.median_us)
+      << ", \"min_us\": " << json_number(n.min_us) << ", \"flops\": " << json_number(p.flops)
+      << ", \"bytes\": " << json_number(p.bytes)
       << ", \"cost_known\": " << (n.cost_known ? "true" : "false")
-      << ", \"gflops\": " << profiler::json_number(p.achieved_gflops)
-      << ", \"gbps\": " << profiler::json_number(p.achieved_gbps)
-      << ", \"intensity\": " << profiler::json_number(p.intensity)
-      << ", \"roof_gflops\": " << profiler::json_number(p.bound_gflops)
-      << ", \"percent_of_roof\": " << profiler::json_number(p.percent_of_bound)
-      << ", \"class\": " << profiler::json_string(profiler::bound_class_name(p.bound_class)) << "}";
+      << ", \"gflops\": " << json_number(p.achieved_gflops)
+      << ", \"gbps\": " << json_number(p.achieved_gbps)
+      << ", \"intensity\": " << json_number(p.intensity)
+      << ", \"roof_gflops\": " << json_number(p.bound_gflops)
+      << ", \"percent_of_roof\": " << json_number(p.percent_of_bound)
+      << ", \"class\": " << json_string(profiler::bound_class_name(p.bound_class)) << "}";
   }
   o << "],\n \"op_types\": [";
   for (size_t i = 0; i < r.op_totals.size(); ++i) {
     const auto& t = r.op_totals[i];
-    o << (i ? ", " : "") << "{\"op_type\": " << profiler::json_string(t.op_type)
-      << ", \"count\": " << t.count << ", \"time_ms\": " << profiler::json_number(t.time_us / 1e3)
-      << ", \"percent\": " << profiler::json_number(t.percent_of_nodes)
-      << ", \"flops\": " << profiler::json_number(t.flops)
-      << ", \"bytes\": " << profiler::json_number(t.bytes) << "}";
+    o << (i ? ", " : "") << "{\"op_type\": " << json_string(t.op_type) << ", \"count\": " << t.count
+      << ", \"time_ms\": " << json_number(t.time_us / 1e3)
+      << ", \"percent\": " << json_number(t.percent_of_nodes)
+      << ", \"flops\": " << json_number(t.flops) << ", \"bytes\": " << json_number(t.bytes) << "}";
   }
   o << "],\n \"bottlenecks\": [";
   for (size_t k = 0; k < r.bottlenecks.size(); ++k) {
     const auto& n = r.nodes[r.bottlenecks[k]];
-    o << (k ? ", " : "") << "{\"index\": " << n.index
-      << ", \"name\": " << profiler::json_string(n.name)
-      << ", \"reason\": " << profiler::json_string(n.reason) << "}";
+    o << (k ? ", " : "") << "{\"index\": " << n.index << ", \"name\": " << json_string(n.name)
+      << ", \"reason\": " << json_string(n.reason) << "}";
   }
   o << "]}\n";
   return o.str();
@@ -395,25 +392,23 @@ int cmd_profile(int argc, char** argv) {
                               span.dur_us,
                               pid,
                               tid,
-                              {{"op_type", profiler::json_string(n.op_type)},
-                               {"kernel", profiler::json_string(n.kernel)},
-                               {"inputs", profiler::json_string(n.input_shapes)},
-                               {"outputs", profiler::json_string(n.output_shapes)},
-                               {"flops", profiler::json_number(n.roof.flops)},
-                               {"bytes", profiler::json_number(n.roof.bytes)}}});
+                              {{"op_type", json_string(n.op_type)},
+                               {"kernel", json_string(n.kernel)},
+                               {"inputs", json_string(n.input_shapes)},
+                               {"outputs", json_string(n.output_shapes)},
+                               {"flops", json_number(n.roof.flops)},
+                               {"bytes", json_number(n.roof.bytes)}}});
     }
-    trace.metadata = {{"model", profiler::json_string(model_path)},
+    trace.metadata = {{"model", json_string(model_path)},
                       {"threads", std::to_string(options.num_threads)},
-                      {"precision", profiler::json_string(precision_name(options.precision))},
+                      {"precision", json_string(precision_name(options.precision))},
                       {"iterations", std::to_string(iterations)},
-                      {"cpu_model", profiler::json_string(ceilings->cpu_model)}};
-    Status w =
-        profiler::write_text_file_atomically(args.get("trace"), profiler::trace_to_json(trace));
+                      {"cpu_model", json_string(ceilings->cpu_model)}};
+    Status w = write_file_atomically(args.get("trace"), profiler::trace_to_json(trace));
     if (!w.is_ok()) return print_error(w);
   }
   if (args.has("report")) {
-    Status w = profiler::write_text_file_atomically(args.get("report"),
-                                                    profiler::render_html_report(report));
+    Status w = write_file_atomically(args.get("report"), profiler::render_html_report(report));
     if (!w.is_ok()) return print_error(w);
   }
 

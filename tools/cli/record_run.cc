@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/utc_time.h"
 #include "lab/build_info.h"
 #include "lab/sha256.h"
 #include "lab/store.h"
@@ -29,7 +30,7 @@ int record_run(const Args& args, RunRecord& record) {
   auto path = store_path_from(args);
   if (!path.is_ok()) return print_error(path.status());
 
-  if (record.timestamp.empty()) record.timestamp = utc_timestamp_now();
+  if (record.timestamp.empty()) record.timestamp = utc_now_iso8601();
   if (record.engine_commit.empty()) record.engine_commit = engine_commit();
   if (record.build_flags.empty()) record.build_flags = engine_build_flags();
   if (!record.model_path.empty()) {

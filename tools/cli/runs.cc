@@ -4,15 +4,13 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "core/json_text.h"
 #include "lab/store.h"
 #include "profiler/trace.h"
 #include "record_run.h"
 
 namespace peregrine::cli {
 namespace {
-
-using profiler::json_number;
-using profiler::json_string;
 
 std::string metric_text(const RunRecord& r, const char* name) {
   auto it = r.metrics.find(name);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/file_io.h"
 #include "importer/onnx/onnx_importer.h"
 #include "onnx/onnx-ml.pb.h"
 
@@ -150,19 +151,7 @@ Status save_onnx_model(const ir::Model& model, const std::string& path, bool ove
   if (!overwrite && fs::exists(path, ec))
     return invalid_input("'" + path + "' already exists (pass --overwrite to replace it)");
   PG_ASSIGN_OR_RETURN(std::string bytes, serialize_onnx_model(model));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return invalid_input("cannot write '" + tmp + "'");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) return invalid_input("cannot write '" + tmp + "'");
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return invalid_input("cannot rename the output into '" + path + "'");
-  }
-  return Status::ok();
+  return write_file_atomically(path, bytes);
 }
 
 }  // namespace peregrine
