@@ -154,22 +154,6 @@ void detect_caches(CpuInfo* cpu, size_t* l3_total) {
   if (*l3_total == 0) *l3_total = cpu->l3_bytes;
 }
 
-bool cpu_has_avx2_fma() {
-#if defined(PEREGRINE_X86_KERNELS)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx512f() {
-#if defined(PEREGRINE_X86_KERNELS)
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
-
 CpuInfo detect_cpu_with_l3_total(size_t* l3_total) {
   CpuInfo cpu;
   cpu.model = "unknown";
@@ -193,10 +177,13 @@ CpuInfo detect_cpu_with_l3_total(size_t* l3_total) {
   }
   cpu.logical_cores = std::max(1u, std::thread::hardware_concurrency());
   cpu.isa_levels.push_back("scalar");
-  if (cpu_has_avx2_fma()) cpu.isa_levels.push_back("avx2");
-  if (cpu_has_avx512f()) cpu.isa_levels.push_back("avx512");
-  if (cpu_has_avx512f() && cpu::cpu_features().avx512_bf16) cpu.isa_levels.push_back(kBf16Level);
-  if (cpu_has_avx512f() && cpu::cpu_features().avx512_vnni) cpu.isa_levels.push_back(kInt8Level);
+  // The levels the CPU backend can dispatch to (backends/cpu/cpu_features.h: CPUID and the OS's
+  // register state), so the ceilings are measured for the kernels that will run.
+  const bool avx512 = cpu::isa_supported(cpu::Isa::kAvx512);
+  if (cpu::isa_supported(cpu::Isa::kAvx2)) cpu.isa_levels.push_back("avx2");
+  if (avx512) cpu.isa_levels.push_back("avx512");
+  if (avx512 && cpu::cpu_features().avx512_bf16) cpu.isa_levels.push_back(kBf16Level);
+  if (avx512 && cpu::cpu_features().avx512_vnni) cpu.isa_levels.push_back(kInt8Level);
   detect_caches(&cpu, l3_total);
   return cpu;
 }

@@ -1,6 +1,5 @@
 // AVX2 + FMA ceiling kernels. Compiled with -mavx2 -mfma (CMakeLists.txt); called only
-// after __builtin_cpu_supports("avx2") && ("fma"). Keep shared-header code out (see
-// machine_kernels.h).
+// where cpu::isa_supported(Isa::kAvx2). Keep shared-header code out (see machine_kernels.h).
 #include "profiler/machine_kernels.h"
 
 #if defined(PEREGRINE_X86_KERNELS)

@@ -1,5 +1,5 @@
-// AVX-512 ceiling kernels. Compiled with -mavx512f (CMakeLists.txt); called only after
-// __builtin_cpu_supports("avx512f"). Keep shared-header code out (see machine_kernels.h).
+// AVX-512 ceiling kernels. Compiled with -mavx512f (CMakeLists.txt); called only where
+// cpu::isa_supported(Isa::kAvx512). Keep shared-header code out (see machine_kernels.h).
 #include "profiler/machine_kernels.h"
 
 #if defined(PEREGRINE_X86_KERNELS)
