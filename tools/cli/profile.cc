@@ -1,34 +1,29 @@
 // peregrine profile MODEL: where the time goes, node by node, against this machine's roofs.
 //
-// Runs the model `--iterations` times with per-node timing (steady_clock around each
-// kernel, in GraphExecutor::run) and as many times without, interleaved, so the cost of
-// profiling itself shows up as the difference. Per top-level node (after the graph
-// passes, so after fusion once fusion exists) it reports the median time, FLOPs and
-// bytes from the op cost model at the node's static types, the roofline numbers
-// (src/profiler/roofline.h) and a class; then totals by op type and the top bottlenecks.
+// The measurement is profiler::profile_session (src/profiler/session_profile.h): the model
+// run `--iterations` times with per-node timing and as many times without, interleaved, so
+// the cost of profiling itself shows up as the difference; per top-level node the median
+// time, FLOPs and bytes from the op cost model and the roofline numbers. This file parses
+// the flags, writes the trace / report files, records the run and prints.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
-#include <unordered_map>
 
 #include "cli_common.h"
 #include "core/file_io.h"
 #include "core/json_text.h"
-#include "ir/graph.h"
 #include "lab/compare_runs.h"
 #include "lab/run_record.h"
 #include "model_inputs.h"
-#include "ops/op_schema.h"
 #include "peregrine/session.h"
 #include "profiler/machine.h"
 #include "profiler/report.h"
 #include "profiler/roofline.h"
+#include "profiler/session_profile.h"
 #include "profiler/trace.h"
 #include "record_run.h"
-#include "runtime/executor.h"
 
 namespace peregrine::cli {
 
@@ -36,49 +31,6 @@ namespace {
 
 constexpr int kDefaultIterations = 10;
 constexpr size_t kBottleneckCount = 5;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string op_label(const ir::Node& n) {
-  return (n.domain.empty() ? "" : n.domain + ".") + n.op_type;
-}
-
-// Static types of a node's inputs/outputs as the cost model wants them, and whether
-// all of them were known (otherwise FLOPs/bytes undercount).
-struct StaticTypes {
-  std::vector<ir::ValueType> inputs, outputs;
-  bool all_static = true;
-};
-
-StaticTypes static_types(const ir::Graph& g, const ir::Node& n) {
-  StaticTypes t;
-  auto collect = [&](const std::vector<std::string>& names, std::vector<ir::ValueType>* out) {
-    for (const auto& name : names) {
-      const ir::Value* v = name.empty() ? nullptr : g.find_value(name);
-      out->push_back(v ? v->type : ir::ValueType{});
-      if (!name.empty() && (!v || (v->type.is_tensor() && !v->type.is_static())))
-        t.all_static = false;
-    }
-  };
-  collect(n.inputs, &t.inputs);
-  collect(n.outputs, &t.outputs);
-  return t;
-}
-
-std::string types_text(const std::vector<ir::ValueType>& types,
-                       const std::vector<std::string>& names) {
-  std::string s;
-  for (size_t i = 0; i < types.size(); ++i) {
-    if (i) s += ", ";
-    s += names[i].empty() ? "-" : types[i].to_string();
-  }
-  return s;
-}
 
 std::string fixed(const char* f, double v) {
   char b[64];
@@ -270,140 +222,26 @@ int cmd_profile(int argc, char** argv) {
   const profiler::Roofs int8_roofs{ceilings->int8_peak_gflops_at(options.num_threads),
                                    roofs.bandwidth_gbps};
 
-  const ir::Graph& graph = (*session)->model().graph;
-  std::unordered_map<const ir::Node*, size_t> node_index;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) node_index[graph.nodes[i].get()] = i;
-
-  // Warm-up (first-touch allocation, caches), then interleaved untimed / timed runs;
-  // alternating which goes first keeps drift from favouring either.
-  {
-    auto warm = (*session)->run_values(inputs);
-    if (!warm.is_ok()) return print_error(warm.status());
-  }
-  using Clock = std::chrono::steady_clock;
-  const auto origin = Clock::now();
-  const int64_t pid = profiler::current_process_id(), tid = profiler::current_thread_id();
-  std::vector<std::vector<double>> node_samples_us(graph.nodes.size());
-  std::vector<std::string> node_kernel(graph.nodes.size());
-  std::vector<double> timed_ms, untimed_ms;
-  std::vector<NodeTiming> timings;
-  struct RunSpan {
-    double start_us, dur_us;
-  };
-  std::vector<RunSpan> run_spans;
-  std::vector<std::pair<size_t, RunSpan>> node_spans;  // (node index, span) for the trace
-  const auto micros = [](Clock::duration d) {
-    return std::chrono::duration<double, std::micro>(d).count();
-  };
-  for (int it = 0; it < iterations; ++it) {
-    for (int half = 0; half < 2; ++half) {
-      const bool timed = (half == 0) == (it % 2 == 1);
-      timings.clear();
-      const auto start = Clock::now();
-      auto out = (*session)->run_values(inputs, timed ? &timings : nullptr);
-      const auto end = Clock::now();
-      if (!out.is_ok()) return print_error(out.status());
-      (timed ? timed_ms : untimed_ms).push_back(micros(end - start) / 1e3);
-      if (!timed) continue;
-      const double run_start_us = micros(start - origin);
-      run_spans.push_back({run_start_us, micros(end - start)});
-      for (const NodeTiming& t : timings) {
-        auto found = node_index.find(t.node);
-        if (found == node_index.end()) continue;  // not a top-level node
-        node_samples_us[found->second].push_back(t.duration_us);
-        node_kernel[found->second] = t.kernel;
-        node_spans.push_back({found->second, {run_start_us + t.start_us, t.duration_us}});
-      }
-    }
-  }
-
-  // Per-node results.
-  const SchemaRegistry& schemas = SchemaRegistry::global();
-  profiler::ProfileReport report;
+  const profiler::PrecisionRoofs precision_roofs{roofs, bf16_roofs, int8_roofs};
+  auto measured =
+      profiler::profile_session(**session, inputs, iterations, precision_roofs, kBottleneckCount);
+  if (!measured.is_ok()) return print_error(measured.status());
+  const profiler::SessionProfile& profile = *measured;
+  profiler::ProfileReport report = profile.report;
   report.model_path = model_path;
   report.cpu_model = ceilings->cpu_model;
   report.isa = ceilings->best_isa();
   report.threads = options.num_threads;
-  report.iterations = iterations;
-  report.roofs = roofs;
-  report.latency_median_ms = median(timed_ms);
-  report.latency_untimed_median_ms = median(untimed_ms);
-  std::vector<StaticTypes> types(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const ir::Node& node = *graph.nodes[i];
-    if (node_samples_us[i].empty()) continue;  // never ran: nothing to profile
-    types[i] = static_types(graph, node);
-    OpCost cost;
-    const OpSchema* schema = schemas.find(node.domain, node.op_type);
-    if (schema && schema->cost)
-      cost = schema->cost(node, types[i].inputs, types[i].outputs);
-    else
-      cost = default_cost(types[i].inputs, types[i].outputs);
-    profiler::NodeProfile n;
-    n.index = i;
-    n.name = node.name;
-    n.op_type = op_label(node);
-    n.kernel = node_kernel[i];
-    n.input_shapes = types_text(types[i].inputs, node.inputs);
-    n.output_shapes = types_text(types[i].outputs, node.outputs);
-    n.median_us = median(node_samples_us[i]);
-    n.min_us = *std::min_element(node_samples_us[i].begin(), node_samples_us[i].end());
-    n.cost_known = types[i].all_static;
-    // A node whose kernel computes in bf16 or on 8-bit integers has that dot product's peak
-    // as its roof (the kernel's name says which).
-    const profiler::Roofs& node_roofs =
-        n.kernel.find("bf16") != std::string::npos && bf16_roofs.peak_gflops > 0 ? bf16_roofs
-        : profiler::is_int8_kernel(n.kernel) && int8_roofs.peak_gflops > 0       ? int8_roofs
-                                                                                 : roofs;
-    n.roof = profiler::analyze(cost.flops, cost.bytes_read + cost.bytes_written, n.median_us / 1e6,
-                               node_roofs);
-    n.reason = profiler::bottleneck_reason(n.roof, node_roofs);
-    report.nodes.push_back(std::move(n));
-  }
-  report.op_totals = profiler::totals_by_op_type(report.nodes);
-  std::vector<size_t> worst = profiler::top_bottlenecks(report.nodes, kBottleneckCount);
-  report.bottlenecks = worst;
-  const double overhead_percent =
-      report.latency_untimed_median_ms > 0
-          ? 100 * (report.latency_median_ms - report.latency_untimed_median_ms) /
-                report.latency_untimed_median_ms
-          : 0;
+  const double overhead_percent = profile.overhead_percent;
 
   if (args.has("trace")) {
-    profiler::Trace trace;
-    trace.pid = pid;
-    trace.process_name = "peregrine profile " + model_path;
-    trace.threads.push_back({tid, "executor"});
-    std::unordered_map<size_t, const profiler::NodeProfile*> by_index;
-    for (const auto& n : report.nodes) by_index[n.index] = &n;
-    for (size_t k = 0; k < run_spans.size(); ++k)
-      trace.events.push_back({"run " + std::to_string(k),
-                              "run",
-                              run_spans[k].start_us,
-                              run_spans[k].dur_us,
-                              pid,
-                              tid,
-                              {{"iteration", std::to_string(k)}}});
-    for (const auto& [i, span] : node_spans) {
-      const profiler::NodeProfile& n = *by_index.at(i);
-      trace.events.push_back({n.name.empty() ? n.op_type : n.name,
-                              "node",
-                              span.start_us,
-                              span.dur_us,
-                              pid,
-                              tid,
-                              {{"op_type", json_string(n.op_type)},
-                               {"kernel", json_string(n.kernel)},
-                               {"inputs", json_string(n.input_shapes)},
-                               {"outputs", json_string(n.output_shapes)},
-                               {"flops", json_number(n.roof.flops)},
-                               {"bytes", json_number(n.roof.bytes)}}});
-    }
-    trace.metadata = {{"model", json_string(model_path)},
-                      {"threads", std::to_string(options.num_threads)},
-                      {"precision", json_string(precision_name(options.precision))},
-                      {"iterations", std::to_string(iterations)},
-                      {"cpu_model", json_string(ceilings->cpu_model)}};
+    const profiler::Trace trace =
+        profiler::session_trace(profile, "peregrine profile " + model_path,
+                                {{"model", json_string(model_path)},
+                                 {"threads", std::to_string(options.num_threads)},
+                                 {"precision", json_string(precision_name(options.precision))},
+                                 {"iterations", std::to_string(iterations)},
+                                 {"cpu_model", json_string(ceilings->cpu_model)}});
     Status w = write_file_atomically(args.get("trace"), profiler::trace_to_json(trace));
     if (!w.is_ok()) return print_error(w);
   }
@@ -423,12 +261,12 @@ int cmd_profile(int argc, char** argv) {
                         ", \"precision\": \"" + precision_name(options.precision) + "\"}";
   record.machine_fingerprint = ceilings->fingerprint;
   record.machine_json = ceilings_to_json(*ceilings);
-  record.latencies_ms = timed_ms;
+  record.latencies_ms = profile.timed_ms;
   record.metrics = {{"latency_median_ms", report.latency_median_ms},
                     {"latency_untimed_median_ms", report.latency_untimed_median_ms},
                     {"profiling_overhead_percent", overhead_percent}};
   for (const auto& n : report.nodes) {
-    const double iqr_ms = spread_of(node_samples_us[n.index]).iqr() / 1e3;
+    const double iqr_ms = spread_of(profile.node_samples_us[n.index]).iqr() / 1e3;
     record.nodes.push_back(
         {n.name, n.op_type, n.median_us / 1e3, n.roof.flops, n.roof.bytes, iqr_ms});
   }

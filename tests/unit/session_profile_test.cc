@@ -1,0 +1,67 @@
+// profile_session on a small compiled model: every top-level node profiled once per timed run,
+// costs from the op cost model, latencies and trace events for each profiled run.
+#include "profiler/session_profile.h"
+
+#include <gtest/gtest.h>
+
+#include "../passes/graph_builder.h"
+#include "passes/pass_util.h"
+#include "peregrine/session.h"
+
+namespace peregrine::profiler {
+namespace {
+
+// y = Relu(Conv3x3(x, W, B)) + C on a 1x3x16x16 input.
+std::unique_ptr<Session> conv_session() {
+  testing::GraphBuilder b;
+  std::string x = b.input("x", {1, 3, 16, 16});
+  std::string w = b.constant("W", testing::random_tensor({8, 3, 3, 3}, 1));
+  std::string bias = b.constant("B", testing::random_tensor({8}, 2));
+  ir::Node& conv = b.node("Conv", {x, w, bias});
+  conv.attributes["kernel_shape"] = passes::ints_attr("kernel_shape", {3, 3});
+  conv.attributes["pads"] = passes::ints_attr("pads", {1, 1, 1, 1});
+  std::string r = b.op("Relu", {conv.outputs[0]});
+  std::string c = b.constant("C", testing::random_tensor({1, 8, 1, 1}, 3));
+  b.output(b.op("Add", {r, c}));
+  ir::Model m;
+  m.ir_version = 8;
+  m.graph = b.build();
+  auto s = Session::from_model(std::move(m), SessionOptions{});
+  EXPECT_TRUE(s.is_ok()) << s.status().message();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+TEST(SessionProfile, ProfilesEveryNodeOfEveryTimedRun) {
+  std::unique_ptr<Session> session = conv_session();
+  ASSERT_NE(session, nullptr);
+  std::map<std::string, RuntimeValue> inputs;
+  inputs["x"] = RuntimeValue::of(testing::random_tensor({1, 3, 16, 16}, 4));
+  const Roofs roofs{100.0, 10.0};
+  constexpr int kIterations = 3;
+  auto p = profile_session(*session, inputs, kIterations, {roofs, {}, {}}, 2);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  const ProfileReport& r = p->report;
+  ASSERT_FALSE(r.nodes.empty());
+  EXPECT_EQ(r.iterations, kIterations);
+  EXPECT_EQ(p->timed_ms.size(), static_cast<size_t>(kIterations));
+  EXPECT_EQ(p->run_spans.size(), static_cast<size_t>(kIterations));
+  EXPECT_EQ(p->node_spans.size(), r.nodes.size() * kIterations);
+  EXPECT_GT(r.latency_median_ms, 0.0);
+  EXPECT_GT(r.latency_untimed_median_ms, 0.0);
+  EXPECT_LE(r.bottlenecks.size(), 2u);
+  double conv_flops = 0;
+  for (const NodeProfile& n : r.nodes) {
+    EXPECT_EQ(p->node_samples_us[n.index].size(), static_cast<size_t>(kIterations)) << n.name;
+    EXPECT_FALSE(n.kernel.empty()) << n.name;
+    EXPECT_TRUE(n.cost_known) << n.name;
+    if (n.op_type.find("Conv") != std::string::npos) conv_flops = n.roof.flops;
+  }
+  // 2 * 8 output channels * 3 * 3 * 3 taps per output pixel, 16 x 16 pixels.
+  EXPECT_GE(conv_flops, 2.0 * 8 * 27 * 256);
+  const Trace trace = session_trace(*p, "test", {{"k", "1"}});
+  EXPECT_EQ(trace.events.size(), static_cast<size_t>(kIterations) + p->node_spans.size());
+  ASSERT_EQ(trace.metadata.size(), 1u);
+}
+
+}  // namespace
+}  // namespace peregrine::profiler
