@@ -449,7 +449,8 @@ Expected<MachineCeilings> measure_ceilings(const MeasureOptions& options) {
   if (c.bandwidth_gbps.empty())
     return internal_error("cannot allocate " + std::to_string(dram >> 20) +
                           " MiB for the bandwidth test");
-  c.dram_buffer_bytes = static_cast<double>(dram / 3 / 4096 * 4096 * 3);
+  const size_t dram_array_bytes = dram / 3 / 4096 * 4096;  // three arrays of whole pages
+  c.dram_buffer_bytes = static_cast<double>(dram_array_bytes * 3);
 
   if (options.cache_levels) {
     // Half of each level, so the buffer fits alongside whatever else is there.
