@@ -33,7 +33,7 @@ using cpu::testing::random_floats;
 
 std::vector<const cpu::AttentionKernelInfo*> available_kernels() {
   std::vector<const cpu::AttentionKernelInfo*> out;
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
+  for (cpu::Isa isa : cpu::testing::isa_levels())
     if (const auto* k = cpu::f32_attention_kernel_for(isa)) out.push_back(k);
   return out;
 }

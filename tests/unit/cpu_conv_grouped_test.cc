@@ -96,7 +96,7 @@ TEST(CpuConvGrouped, MatchesNaiveLoopAtEveryIsa) {
   const std::vector<cpu::Activation> acts = {cpu::Activation::kNone, cpu::Activation::kRelu,
                                              cpu::Activation::kClip};
   int isas = 0;
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+  for (cpu::Isa isa : cpu::testing::isa_levels()) {
     const cpu::F32Conv2dGroupedFn kernel = cpu::f32_conv2d_grouped_ukernel_for(isa);
     const cpu::GemmKernelInfo *gemm = cpu::f32_gemm_kernel_for(isa);
     if (!kernel || !gemm) continue;

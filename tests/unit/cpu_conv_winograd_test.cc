@@ -67,7 +67,7 @@ using UkernelsFor = const WinogradUkernels *(*)(Isa);
 
 std::vector<Isa> isas(UkernelsFor ukernels_for) {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2})
+  for (Isa isa : testing::isa_levels(Isa::kAvx2))
     if (f32_gemm_kernel_for(isa) && ukernels_for(isa)) out.push_back(isa);
   return out;
 }

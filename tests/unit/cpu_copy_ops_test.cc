@@ -301,7 +301,7 @@ TEST(CpuCopyOps, Transpose) {
 
 TEST(CpuCopyOps, BlockTransposeAtEveryIsa) {
   constexpr uint32_t kUntouched = 0xdeadbeefu;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : testing::isa_levels()) {
     const VectorUkernels* table = vector_ukernels_for(isa);
     if (table == nullptr) continue;
     for (size_t rows : {1, 7, 8, 15, 16, 17, 33})

@@ -81,7 +81,7 @@ void halve_plus_one(float *c, size_t ldc, size_t rows, size_t cols, size_t, size
 
 std::vector<const cpu::DwConv2dUkernelInfo *> c8_kernels() {
   std::vector<const cpu::DwConv2dUkernelInfo *> out;
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
+  for (cpu::Isa isa : cpu::testing::isa_levels())
     for (const auto *k = cpu::f32_dwconv2d_chw_ukernel_for(isa); k; k = k->otherwise)
       if (k->c8 && k->isa == isa) out.push_back(k);
   return out;
@@ -261,7 +261,7 @@ TEST(CpuDwConvC8Driver, MatchesNaiveLoopAtEveryIsa) {
   const std::vector<Act> acts = {{cpu::Activation::kNone, 0, 0},
                                  {cpu::Activation::kClip, 0.0f, 6.0f},
                                  {cpu::Activation::kHardSwish, 0, 0}};
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+  for (cpu::Isa isa : cpu::testing::isa_levels()) {
     const cpu::DwConv2dUkernelInfo *kernel = cpu::f32_dwconv2d_chw_ukernel_for(isa);
     const cpu::GemmKernelInfo *gemm = cpu::f32_gemm_kernel_for(isa);
     if (!kernel || !gemm) continue;

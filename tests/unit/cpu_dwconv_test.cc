@@ -30,7 +30,7 @@ using cpu::testing::random_floats;
 
 std::vector<const cpu::DwConv2dUkernelInfo *> available_kernels() {
   std::vector<const cpu::DwConv2dUkernelInfo *> out;
-  for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2})
+  for (cpu::Isa isa : cpu::testing::isa_levels(cpu::Isa::kAvx2))
     if (const auto *k = cpu::f32_dwconv2d_chw_ukernel_for(isa)) out.push_back(k);
   return out;
 }

@@ -26,7 +26,7 @@ using testing::random_floats;
 
 std::vector<const VectorUkernels*> all_tables() {
   std::vector<const VectorUkernels*> tables;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : testing::isa_levels())
     if (const VectorUkernels* t = vector_ukernels_for(isa)) tables.push_back(t);
   return tables;
 }

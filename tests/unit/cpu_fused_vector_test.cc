@@ -27,7 +27,7 @@ using testing::random_tensor;
 
 std::vector<const VectorUkernels *> all_tables() {
   std::vector<const VectorUkernels *> tables;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2})
+  for (Isa isa : testing::isa_levels(Isa::kAvx2))
     if (const VectorUkernels *t = vector_ukernels_for(isa)) tables.push_back(t);
   return tables;
 }

@@ -25,7 +25,7 @@ using testing::random_floats;
 
 std::vector<const GemmKernelInfo*> available_kernels() {
   std::vector<const GemmKernelInfo*> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : testing::isa_levels())
     if (const GemmKernelInfo* k = f32_gemm_kernel_for(isa)) out.push_back(k);
   return out;
 }

@@ -23,7 +23,7 @@ using cpu::testing::GuardedBuffer;
 using cpu::testing::random_floats;
 
 TEST(CpuGemv, MatchesNaiveLoop) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : cpu::testing::isa_levels()) {
     const GemmKernelInfo *kernel = f32_gemm_kernel_for(isa);
     if (!kernel) continue;
     for (int64_t k : {1, 255, 256, 257, 700})

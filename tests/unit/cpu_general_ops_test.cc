@@ -59,7 +59,7 @@ void compare_exact(OneNodeGraph& g, const std::string& prefix) {
 
 std::vector<const ReduceUkernels*> reduce_tables() {
   std::vector<const ReduceUkernels*> t;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : testing::isa_levels())
     if (const ReduceUkernels* k = reduce_ukernels_for(isa)) t.push_back(k);
   return t;
 }

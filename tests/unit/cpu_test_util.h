@@ -12,7 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_features.h"
+
 namespace peregrine::cpu::testing {
+
+// The dispatch levels this CPU runs, lowest first, up to `highest` (a family with no table above
+// a level passes it): kernels are tested at each.
+inline std::vector<Isa> isa_levels(Isa highest = Isa::kAvx512) {
+  std::vector<Isa> levels;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (isa <= highest && isa_supported(isa)) levels.push_back(isa);
+  return levels;
+}
 
 // `count` floats ending exactly at a page boundary, followed by an inaccessible page.
 class GuardedBuffer {
