@@ -7,9 +7,11 @@
 // indirect tile: the partial one with a pointer per B row (indirect convolution). One K loop
 // each, templated on how B's rows are found (StridedRows, IndirectRows).
 // Packing and edge contract: ukernels/f32_gemm_ukernels.h.
-#include <algorithm>
 #include <immintrin.h>
 
+#include <algorithm>
+
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/f32_gemm_ukernels.h"
 
 // GCC 12's _mm512_max_ps / _mm512_min_ps pass an _mm512_undefined_ps() pass-through operand
@@ -295,10 +297,8 @@ void vector_part(size_t rows, size_t cols, size_t kc, const float* a, B b, float
     return;
   }
   // Columns 0..15 and 16..31 that exist in C: every load and store is masked to them.
-  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFFu : (1u << cols) - 1u);
-  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xFFFFu
-                                              : cols <= 16 ? 0u
-                                                           : (1u << (cols - 16)) - 1u);
+  const __mmask16 m0 = first_lanes(static_cast<int64_t>(cols));
+  const __mmask16 m1 = first_lanes(static_cast<int64_t>(cols) - 16);
   (cols <= 16 ? kRowsOf<B, 1> : kRowsOf<B, 2>)[rows - 1](kc, a, b, m0, m1, c, ldc, alpha, beta, ep);
 }
 

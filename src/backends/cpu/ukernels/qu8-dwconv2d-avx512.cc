@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
 namespace peregrine::cpu::avx512 {
@@ -33,7 +34,7 @@ void rows(const int16_t* plane, const int8_t* w, const Qu8DwconvGeometry& geomet
     uint8_t* dst = y + oy * g.ow;
     for (size_t ox = 0; ox < g.ow; ox += 16) {
       const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
-      const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1u);
+      const __mmask16 m16 = first_lanes(static_cast<int64_t>(n));
       // 2n - 1 values cover n outputs at stride 2; the even ones are kept.
       const __mmask32 m32 = static_cast<__mmask32>((uint64_t{1} << (2 * n - 1)) - 1u);
       __m512i acc = vbias;

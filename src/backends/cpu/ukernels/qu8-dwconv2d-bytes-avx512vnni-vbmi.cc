@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
 namespace peregrine::cpu::avx512vnni_vbmi {
@@ -67,7 +68,7 @@ inline void output_vector(const Channel& ch, const uint8_t* const* rows, size_t 
       if (Two && ir > 0) dpbusd(acc1, taps, ch.w[(ir - 1) * Groups + q]);
     }
   }
-  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+  const __mmask16 m = avx512::first_lanes(static_cast<int64_t>(n));
   _mm_mask_storeu_epi8(dst + ox, m, requantize(ch, acc0));
   if (Two) _mm_mask_storeu_epi8(dst + ow + ox, m, requantize(ch, acc1));
 }

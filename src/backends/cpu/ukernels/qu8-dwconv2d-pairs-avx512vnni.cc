@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/q8_ukernels.h"
 
 namespace peregrine::cpu::avx512vnni {
@@ -49,7 +50,7 @@ void rows(const int32_t* pairs, const int32_t* wpairs, const Qu8DwconvGeometry& 
     uint8_t* dst = y + oy * g.ow;
     for (size_t ox = 0; ox < g.ow; ox += 16) {
       const size_t n = g.ow - ox < 16 ? g.ow - ox : 16;
-      const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+      const __mmask16 m = avx512::first_lanes(static_cast<int64_t>(n));
       const __mmask16 m1 = two ? m : 0;  // the second row's loads: none past the last row
       __m512i acc0 = vbias, acc1 = vbias;
       const int32_t* row = top + ox;
@@ -130,7 +131,8 @@ void pair_row_any(const uint8_t* low, const uint8_t* high, size_t w, int32_t zer
 inline void zero_ints(int32_t* p, size_t n) {
   for (; n >= 16; n -= 16, p += 16) _mm512_storeu_si512(p, _mm512_setzero_si512());
   if (n)
-    _mm512_mask_storeu_epi32(p, static_cast<__mmask16>((1u << n) - 1u), _mm512_setzero_si512());
+    _mm512_mask_storeu_epi32(p, avx512::first_lanes(static_cast<int64_t>(n)),
+                             _mm512_setzero_si512());
 }
 
 }  // namespace
