@@ -17,15 +17,9 @@ constexpr int64_t kLanes = 8;  // the widest transform kernel's tile group (AVX2
 // ResNet-50 layer1 (1 thread): 256 KiB 3.4 ms, 1 MiB 4.0 ms, 4 MiB 4.9 ms.
 constexpr int64_t kScratchBytes = int64_t{256} << 10;
 
-// Per-thread buffer for the phase-split input rows of a block's tile rows of one image.
+// Per-thread buffer for the phase-split input rows of a block's tile rows of one image, and
+// after them the padded line split_phase_rows copies each row into.
 float *phase_rows_buffer(size_t count) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < count) buffer.resize(count);
-  return buffer.data();
-}
-
-// Per-thread line of m * wq floats: one input row shifted by iw0, zero outside the plane.
-float *padded_line_buffer(size_t count) {
   thread_local std::vector<float> buffer;
   if (buffer.size() < count) buffer.resize(count);
   return buffer.data();
@@ -40,11 +34,12 @@ void deinterleave(const float *line, int64_t wq, float *rows) {
 
 // `lines` input rows split into m column phases:
 // pq[(r * m + p) * wq + i] = plane(ih0 + r, m i + p + iw0), zero outside the plane (H, W).
-// Each row is first copied into a zero-padded line, so the split itself has no bounds to test.
+// Each row is first copied into a zero-padded line (the m * wq floats at pq + lines * m * wq),
+// so the split itself has no bounds to test.
 void split_phase_rows(int64_t m, int64_t lines, const float *plane, int64_t h, int64_t w,
                       int64_t ih0, int64_t iw0, int64_t wq, float *pq) {
   const int64_t len = m * wq;
-  float *line = padded_line_buffer(static_cast<size_t>(len));
+  float *line = pq + lines * len;
   // Line index j holds column j + iw0: columns [0, w) land on [lo, hi).
   const int64_t lo = std::clamp<int64_t>(-iw0, 0, len);
   const int64_t hi = std::clamp<int64_t>(w - iw0, lo, len);
@@ -176,7 +171,7 @@ void winograd_run(int64_t tile, const GemmKernelInfo &gemm, const WinogradUkerne
         const int64_t n = (r0 + k0) / tiles_h, tr0 = (r0 + k0) % tiles_h;
         const int64_t count = std::min(rows - k0, tiles_h - tr0);  // image n's tile rows
         const int64_t lines = count * tile + 2;
-        float *pq = phase_rows_buffer(static_cast<size_t>(lines * tile * wq));
+        float *pq = phase_rows_buffer(static_cast<size_t>((lines + 1) * tile * wq));
         split_phase_rows(tile, lines, x + (n * s.in_c + ci) * in_plane, s.in_h, s.in_w,
                          tr0 * tile - s.pad_t, -s.pad_l, wq, pq);
         for (int64_t k = k0; k < k0 + count; ++k)
