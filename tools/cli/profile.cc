@@ -226,8 +226,8 @@ int cmd_profile(int argc, char** argv) {
   auto measured =
       profiler::profile_session(**session, inputs, iterations, precision_roofs, kBottleneckCount);
   if (!measured.is_ok()) return print_error(measured.status());
-  const profiler::SessionProfile& profile = *measured;
-  profiler::ProfileReport report = profile.report;
+  profiler::SessionProfile& profile = *measured;
+  profiler::ProfileReport& report = profile.report;
   report.model_path = model_path;
   report.cpu_model = ceilings->cpu_model;
   report.isa = ceilings->best_isa();
