@@ -12,6 +12,7 @@
 // that bound the F(2x2) rule; Inception-v3's 1x7, 7x1 and 5x5 convs; and the Sweep of 3x3 convs
 // (32-128 channels, 7x7 to 112x112) that fits the rule between Winograd and the phase planes.
 // MobileNetV2 has no case: its 3x3 convs are depthwise or stride 2.
+// bf16_<algo>: the same node at --precision bf16 (F(4x4) is never chosen there: no bf16_winograd).
 // The algorithm is forced with PEREGRINE_CONV_ALGO at prepare time (a forced Winograd on a non-3x3
 // shape runs im2col). Single-thread rates use CPU time; 2-thread ones real time.
 #include <benchmark/benchmark.h>
@@ -132,9 +133,10 @@ ir::Graph conv_graph(const ConvShape &s) {
   return graph;
 }
 
-void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, int threads) {
+void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, bool bf16, int threads) {
   setenv("PEREGRINE_CONV_ALGO", algo, 1);
   ir::Graph graph = conv_graph(s);
+  if (bf16) graph.nodes[0]->precision = Precision::kBFloat16;
   auto inferred = infer_graph_types(graph);
   auto ex = GraphExecutor::create(graph, {&cpu_backend(), &reference_backend()}, threads);
   unsetenv("PEREGRINE_CONV_ALGO");
@@ -163,16 +165,18 @@ void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, int threads
 
 int main(int argc, char **argv) {
   for (const ConvShape &s : kShapes)
-    for (const char *algo : {"auto", "im2col", "winograd", "winograd_f2x3", "planes"})
-      for (int threads : {1, 2}) {
-        const std::string name = std::string(s.model) + "/" + s.layer + "_" +
-                                 std::to_string(s.in_c) + "to" + std::to_string(s.out_c) + "_" +
-                                 std::to_string(s.h) + "x" + std::to_string(s.w) + "/" + algo +
-                                 "/threads:" + std::to_string(threads);
-        auto *b = benchmark::RegisterBenchmark(name.c_str(), BM_Conv, s, algo, threads);
-        b->Unit(benchmark::kMillisecond);
-        if (threads > 1) b->UseRealTime();
-      }
+    for (bool bf16 : {false, true})
+      for (const char *algo : {"auto", "im2col", "winograd", "winograd_f2x3", "planes"})
+        for (int threads : {1, 2}) {
+          if (bf16 && std::string(algo) == "winograd") continue;  // never chosen at bf16
+          const std::string name =
+              std::string(s.model) + "/" + s.layer + "_" + std::to_string(s.in_c) + "to" +
+              std::to_string(s.out_c) + "_" + std::to_string(s.h) + "x" + std::to_string(s.w) +
+              "/" + (bf16 ? "bf16_" : "") + algo + "/threads:" + std::to_string(threads);
+          auto *b = benchmark::RegisterBenchmark(name.c_str(), BM_Conv, s, algo, bf16, threads);
+          b->Unit(benchmark::kMillisecond);
+          if (threads > 1) b->UseRealTime();
+        }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

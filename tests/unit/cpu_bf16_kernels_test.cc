@@ -15,16 +15,18 @@
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/reference/reference_backend.h"
 #include "cpu_one_node_graph.h"
+#include "cpu_test_util.h"
 
 namespace peregrine {
 namespace {
 
 using cpu::testing::expect_close;
-using cpu::testing::int_attr;
 using cpu::testing::float_attr;
+using cpu::testing::int_attr;
 using cpu::testing::ints_attr;
 using cpu::testing::OneNodeGraph;
 using cpu::testing::random_tensor;
+using cpu::testing::string_attr;
 
 Tensor rounded(const Tensor& t) {
   Tensor r = t;
@@ -113,6 +115,59 @@ TEST(CpuBf16Conv, MatchesReferenceOnRoundedInputs) {
   check_conv({1, 7, 11, 13, 7, 3, 7, {1, 1}, {1, 1, 1, 1}}, "dwconv");
 }
 
+// Convs forced onto the bf16 phase planes (kernels/conv_phase_planes.h: planes of channel
+// pairs, K ordered by tap then channel): odd channel counts (the zero channel of the last
+// pair), C straight into Y and through scratch and compaction, 1-3 strides per axis,
+// dilations, asymmetric pads, batches, K over two K blocks, maps down to 2x3; bias, residual
+// and activations fused in the tile or applied after it.
+TEST(CpuBf16Conv, PhasePlanesMatchReferenceOnRoundedInputs) {
+  if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  cpu::testing::ScopedConvAlgo algo("planes");
+  struct Case {
+    int64_t n, c, h, w, out_c, kh, kw;
+    std::vector<int64_t> strides, pads, dilations;
+    std::string act;
+    bool z;
+  };
+  for (const Case& cc : {
+           Case{1, 5, 13, 11, 17, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Relu", false},
+           Case{2, 7, 9, 10, 15, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "", true},
+           Case{1, 12, 17, 17, 19, 7, 1, {1, 1}, {3, 0, 3, 0}, {1, 1}, "Relu", true},
+           Case{1, 12, 17, 17, 14, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 1}, "SiLU", true},
+           Case{1, 40, 12, 12, 30, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Gelu", false},
+           Case{1, 4, 16, 13, 15, 3, 3, {1, 2}, {2, 1, 0, 2}, {2, 3}, "Relu", false},
+           Case{2, 3, 19, 23, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, "", true},
+           Case{1, 5, 20, 17, 14, 4, 5, {3, 2}, {1, 2, 2, 0}, {1, 2}, "", false},
+           Case{1, 3, 31, 29, 16, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, "Relu", false},
+           Case{1, 9, 8, 8, 40, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Tanh", true},
+           Case{1, 2, 2, 3, 14, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "", true},
+       }) {
+    const int64_t oh =
+        (cc.h + cc.pads[0] + cc.pads[2] - (cc.kh - 1) * cc.dilations[0] - 1) / cc.strides[0] + 1;
+    const int64_t ow =
+        (cc.w + cc.pads[1] + cc.pads[3] - (cc.kw - 1) * cc.dilations[1] - 1) / cc.strides[1] + 1;
+    SCOPED_TRACE("bf16 phase-plane conv c=" + std::to_string(cc.c) +
+                 " oc=" + std::to_string(cc.out_c) + " k=" + std::to_string(cc.kh) + "x" +
+                 std::to_string(cc.kw) + " out=" + std::to_string(oh) + "x" + std::to_string(ow) +
+                 " act=" + cc.act);
+    std::vector<std::pair<std::string, Tensor>> inputs = {
+        {"X", random_tensor({cc.n, cc.c, cc.h, cc.w}, 1)},
+        {"W", random_tensor({cc.out_c, cc.c, cc.kh, cc.kw}, 2)},
+        {"B", random_tensor({cc.out_c}, 3)}};
+    std::vector<bool> constant = {false, true, true}, rounded_inputs = {true, true, false};
+    if (cc.z) {
+      inputs.push_back({"Z", random_tensor({cc.n, cc.out_c, oh, ow}, 4)});
+      constant.push_back(false);
+      rounded_inputs.push_back(false);
+    }
+    check("FusedConv", inputs, constant,
+          {ints_attr("strides", cc.strides), ints_attr("pads", cc.pads),
+           ints_attr("dilations", cc.dilations), string_attr("activation", cc.act),
+           passes::floats_attr("activation_params", {})},
+          rounded_inputs, "phase_planes-bf16", "peregrine");
+  }
+}
+
 // Winograd at bf16 (F(2x2) only): U and V are rounded after the transforms, so the error is
 // not that of rounded x and w. The check: the output's RMS error relative to its RMS stays
 // within 2.5x the direct bf16 conv's on the same layer (measured: F(2x2) 1.9x, F(4x4) 12x,
@@ -143,6 +198,7 @@ void check_winograd(int64_t channels, int64_t size) {
   const double direct_error = relative_rms_error(direct.run(cpu_backend(), 1, &direct_kernel), want);
   unsetenv("PEREGRINE_CONV_ALGO");
   EXPECT_EQ(direct_kernel.find("winograd"), std::string::npos) << direct_kernel;
+  cpu::testing::ScopedConvAlgo algo("winograd_f2x3");  // the rule picks it on wide layers only
   for (int threads : {1, 2}) {
     OneNodeGraph g("Conv", inputs, {false, true, true}, attrs);
     g.graph.nodes[0]->precision = Precision::kBFloat16;
@@ -157,6 +213,29 @@ TEST(CpuBf16Conv, WinogradWithinBf16Error) {
   if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
   check_winograd(40, 29);  // where float32 takes F(4x4); K 40: partial K panels
   check_winograd(64, 14);  // where float32 takes F(2x2)
+}
+
+// The automatic choice at bf16 between Winograd F(2x2) and the phase planes (conv.cc,
+// bf16_phase_planes_beat_winograd): Winograd only for many channels (h = in_c out_c / (in_c +
+// out_c) >= 110) on maps of 14x14 and up.
+TEST(CpuBf16Conv, AutoRuleBetweenWinogradAndPhasePlanes) {
+  if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
+  struct Case {
+    int64_t channels, size;
+    const char* kernel;
+  };
+  for (const Case& cc : {Case{64, 28, "phase_planes-bf16"}, Case{224, 14, "winograd_f2x3-bf16"},
+                         Case{216, 14, "phase_planes-bf16"}, Case{224, 13, "phase_planes-bf16"}}) {
+    SCOPED_TRACE("c=" + std::to_string(cc.channels) + " size=" + std::to_string(cc.size));
+    OneNodeGraph g("Conv",
+                   {{"X", random_tensor({1, cc.channels, cc.size, cc.size}, 1)},
+                    {"W", random_tensor({cc.channels, cc.channels, 3, 3}, 2)}},
+                   {false, true}, {ints_attr("pads", {1, 1, 1, 1})});
+    g.graph.nodes[0]->precision = Precision::kBFloat16;
+    std::string kernel;
+    g.run(cpu_backend(), 1, &kernel);
+    EXPECT_NE(kernel.find(cc.kernel), std::string::npos) << kernel;
+  }
 }
 
 TEST(CpuBf16MatMul, MatchesReferenceOnRoundedInputs) {

@@ -16,10 +16,16 @@ namespace {
 
 // KC * (MR + NR) * 2 bytes of micro-panels (23.5 KiB) fit L1; KC * NC * 2 bytes of B block
 // (256 KiB) fit L2 with room for the A panels streaming through.
-const Bf16GemmKernelInfo kBf16Kernel = {
-    "bf16_gemm_ukernel_14x32__avx512bf16", avx512bf16::bf16_gemm_ukernel_14x32__avx512bf16,
-    avx512bf16::bf16_pack_a_14__avx512bf16, avx512bf16::bf16_pack_b_32__avx512bf16,
-    avx512bf16::kBf16GemmMr, avx512bf16::kBf16GemmNr, /*kc=*/256, /*nc=*/512};
+const Bf16GemmKernelInfo kBf16Kernel = {"bf16_gemm_ukernel_14x32__avx512bf16",
+                                        avx512bf16::bf16_gemm_ukernel_14x32__avx512bf16,
+                                        avx512bf16::bf16_pack_a_14__avx512bf16,
+                                        avx512bf16::bf16_pack_b_32__avx512bf16,
+                                        avx512bf16::kBf16GemmMr,
+                                        avx512bf16::kBf16GemmNr,
+                                        /*kc=*/256,
+                                        /*nc=*/512,
+                                        avx512bf16::bf16_gemm_indirect_ukernel_14x32__avx512bf16,
+                                        avx512bf16::bf16_interleave_rows__avx512bf16};
 
 // A not pre-packed is packed whole in chunks of at most this many uint32 (16 MiB), so a very
 // long batch of rows does not hold its whole bf16 copy.

@@ -25,6 +25,8 @@ struct Bf16GemmKernelInfo {
   int mr, nr;
   int kc;  // K block, even: an A and a B micro-panel stay in L1
   int nc;  // N block (multiple of nr): the packed B block (kc, nc) stays in L2
+  Bf16GemmIndirectUkernelFn indirect_ukernel;  // B rows in place (kernels/conv_phase_planes.h)
+  Bf16InterleaveRowsFn interleave_rows;        // two float32 rows into pairs
 };
 
 // The bf16 kernel, or nullptr when this CPU (or PEREGRINE_ISA) does not allow AVX-512 BF16.

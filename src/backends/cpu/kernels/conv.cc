@@ -20,10 +20,12 @@
 // Weights (constant) are packed once per group as the GEMM's A; the bias is the epilogue's
 // per-row bias.
 // A node at bf16 precision (passes/assign_precision.h) runs every non-depthwise conv with at
-// least 14 output channels per group on the bf16 GEMM (gemm/bf16_gemm.h): the same B (the
-// input planes, or the im2col packer's panels, converted while packed), Winograd F(2x2) or
-// tap-wise with bf16 products, its weights packed once in bf16. Depthwise convs, which are
-// bound by memory rather than multiply-adds, and narrower groups stay float32.
+// least 14 output channels per group on the bf16 GEMM (gemm/bf16_gemm.h): the input planes
+// (1x1), the phase planes of channel pairs (group 1, where the float32 rule would take planes;
+// Winograd F(2x2) only on wide 3x3 layers, bf16_phase_planes_beat_winograd), or the im2col
+// packer's panels converted while packed, or tap-wise, with bf16 products, its weights packed
+// once in bf16. Depthwise convs, which are bound by memory rather than multiply-adds, and
+// narrower groups stay float32.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -315,6 +317,20 @@ constexpr double kTapwiseMaxUsefulFraction = 0.75;
 constexpr int64_t kWinogradMinOutChannels = 64;
 constexpr int64_t kWinogradMinInChannels = 48;
 
+// At bf16 the phase planes (their B converted once per run, K in pairs of channels) beat
+// Winograd F(2x2) but where the channels are many for the map: h >= kBf16WinogradMinH on maps
+// of kBf16WinogradMinMap and up (smaller maps leave F(2x2)'s tiles part-empty). Rule from the
+// bf16 variants of bench/kernels/conv_bench.cc: ResNet50 layer3, YOLO's 256to256 and VGG16
+// on Winograd, every other ResNet50, YOLO, Sweep and Small shape on the planes.
+constexpr double kBf16WinogradMinH = 110.0;
+constexpr int64_t kBf16WinogradMinMap = 14;
+
+bool bf16_phase_planes_beat_winograd(const WinogradConvShape& s) {
+  const double h = static_cast<double>(s.in_c) * static_cast<double>(s.out_c) /
+                   static_cast<double>(s.in_c + s.out_c);
+  return h < kBf16WinogradMinH || std::min(s.out_h, s.out_w) < kBf16WinogradMinMap;
+}
+
 bool phase_planes_beat_winograd(const WinogradConvShape& s, int64_t tile) {
   const double h = static_cast<double>(s.in_c) * static_cast<double>(s.out_c) /
                    static_cast<double>(s.in_c + s.out_c);
@@ -375,7 +391,9 @@ class ConvKernel : public PreparedKernel {
     if (last_run_winograd_f2x3_ && winograd_f2x3_)
       return std::string("cpu/conv-winograd_f2x3-") + winograd_f2x3_->gemm_name();
     if (!packed_w_bf16_.empty())
-      return std::string(last_run_tapwise_ ? "cpu/conv-tapwise-" : "cpu/conv-") +
+      return std::string(last_run_tapwise_  ? "cpu/conv-tapwise-"
+                         : last_run_planes_ ? "cpu/conv-phase_planes-"
+                                            : "cpu/conv-") +
              packed_w_bf16_[0].kernel()->name;
     if (last_run_grouped_) return "cpu/conv-f32_conv2d_grouped__avx512";  // the only ISA with one
     if (last_run_planes_) return std::string("cpu/conv-phase_planes-") + gemm_.name;
@@ -492,11 +510,14 @@ class ConvKernel : public PreparedKernel {
         (algo_ == ConvAlgoChoice::kWinograd ||
          (is_auto && !bf16_ && use_winograd_f4x3(ws) &&
           !(planes_ok && phase_planes_beat_winograd(ws, WinogradF4x3Conv::kTile))));
+    const bool bf16_planes_ok =
+        bf16_ && bf16_->indirect_ukernel != nullptr && !packed_w_bf16_.empty() && group_ == 1;
     last_run_winograd_f2x3_ =
         winograd_ok && !last_run_winograd_ &&
         (algo_ == ConvAlgoChoice::kWinogradF2x3 ||
          (is_auto && (use_winograd_f2x3(ws) || (bf16_ && use_winograd_f4x3(ws))) &&
-          !(planes_ok && !bf16_ && phase_planes_beat_winograd(ws, WinogradF2x3Conv::kTile))));
+          !(planes_ok && !bf16_ && phase_planes_beat_winograd(ws, WinogradF2x3Conv::kTile)) &&
+          !(bf16_planes_ok && bf16_phase_planes_beat_winograd(ws))));
     if (last_run_winograd_f2x3_) {
       if (!winograd_f2x3_)
         winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(
@@ -523,7 +544,7 @@ class ConvKernel : public PreparedKernel {
         run_tapwise(pw, px, pb, pz, py, s, threads);
         return Status::ok();
       }
-      return run_bf16(ctx, px, pb, pz, py, s, g);
+      return run_bf16(ctx, px, pw, pb, pz, py, s, g);
     }
     if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
     last_run_tapwise_ = use_packed && tapwise_applies(s);
@@ -716,8 +737,8 @@ class ConvKernel : public PreparedKernel {
 
   // The conv as bf16 GEMMs, one per (image, group): B the input planes (1x1, stride 1, no
   // padding) or the im2col packer's panels.
-  Status run_bf16(KernelContext& ctx, const float* px, const float* pb, const float* pz, float* py,
-                  const Conv2dShape& s, const WindowGeometry& g) {
+  Status run_bf16(KernelContext& ctx, const float* px, const float* pw, const float* pb,
+                  const float* pz, float* py, const Conv2dShape& s, const WindowGeometry& g) {
     const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
     const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
     const int64_t in_plane = s.in_h * s.in_w;
@@ -726,6 +747,29 @@ class ConvKernel : public PreparedKernel {
       return run_reference(ctx);  // the float32 weights were kept
     const bool pointwise = is_pointwise(s, g);
     const Bf16GemmKernelInfo& kernel = *packed_w_bf16_[0].kernel();
+    // The phase planes as for float32, their B the planes of channel pairs (built once per
+    // run, not per K block as the im2col packer's panels are converted), for one group; the
+    // reordered weights are packed on the first run that takes them.
+    const PhasePlanesConvShape planes{s.in_c,  s.in_h,  s.in_w,  s.out_c,    s.out_h,
+                                      s.out_w, s.kh,    s.kw,    s.stride_h, s.stride_w,
+                                      s.dil_h, s.dil_w, s.pad_t, s.pad_l};
+    last_run_planes_ = group_ == 1 && !pointwise && k > 0 && kernel.indirect_ukernel != nullptr &&
+                       (algo_ == ConvAlgoChoice::kPhasePlanes ||
+                        (algo_ == ConvAlgoChoice::kAuto && use_conv_phase_planes(planes)));
+    if (last_run_planes_) {
+      if (planes_w_bf16_.rows() != s.out_c ||
+          planes_w_bf16_.cols() != phase_planes_bf16_depth(planes))
+        planes_w_bf16_ = pack_phase_planes_bf16_weights(kernel, pw, planes);
+      float* scratch =
+          conv_scratch_floats(static_cast<size_t>(phase_planes_bf16_scratch_floats(planes)));
+      for (int64_t n = 0; n < s.batch; ++n) {
+        const int64_t y_offset = n * s.out_c * pixels;
+        conv_phase_planes_bf16(kernel, planes_w_bf16_, gemm_.epilogue, px + n * s.in_c * in_plane,
+                               planes, py + y_offset, output_epilogue(pb, pz, y_offset, 0, pixels),
+                               scratch, ctx.num_threads());
+      }
+      return Status::ok();
+    }
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
@@ -758,6 +802,7 @@ class ConvKernel : public PreparedKernel {
   FusedEpilogue fused_;
   int64_t group_;
   std::vector<PackedMatrix> packed_w_;  // one (Cout_g, Cin_g * KH * KW) A per group
+  Bf16PackedMatrix planes_w_bf16_;      // the bf16 phase planes' A, once they have run
   std::vector<Bf16PackedMatrix> packed_w_bf16_;  // the same in bf16, at bf16 precision
   ConvAlgoChoice algo_;
   Tensor winograd_weights_;                     // 3x3 group-1 constant weights, unless im2col

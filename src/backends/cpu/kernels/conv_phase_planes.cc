@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
 #include "core/int_math.h"
@@ -140,39 +141,59 @@ int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s) {
   return all_planes_floats(s) + (writes_y_directly(s) ? 0 : s.out_c * scratch_ldc(s));
 }
 
-void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
-                       const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
-                       float* scratch, int num_threads) {
-  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s), plane = plane_floats(s);
-  const int64_t k = s.in_c * s.kd * s.kh * s.kw, m = s.out_c, n = grid_columns(s);
-  const int64_t pixels = s.out_d * s.out_h * s.out_w;
-  float* planes = scratch;
-  cpu_thread_pool().parallel_for(s.in_c, num_threads,
-                                 [&](int64_t ci, int) { build_planes(x, s, ci, planes); });
+namespace {
 
-  // B row (ci, kz, ki, kj): its plane at the tap's offset. Shared by every task.
-  thread_local std::vector<const float*> rows;
-  rows.resize(static_cast<size_t>(k + 8));
-  for (int64_t ci = 0, r = 0; ci < s.in_c; ++ci)
-    for (int64_t kz = 0; kz < s.kd; ++kz)
-      for (int64_t ki = 0; ki < s.kh; ++ki)
-        for (int64_t kj = 0; kj < s.kw; ++kj, ++r) {
-          const int64_t dz = kz * s.dil_d, dy = ki * s.dil_h, dx = kj * s.dil_w;
-          const int64_t phase =
-              ((ci * s.stride_d + dz % s.stride_d) * s.stride_h + dy % s.stride_h) * s.stride_w +
-              dx % s.stride_w;
-          rows[static_cast<size_t>(r)] = planes + phase * plane +
-                                         ((dz / s.stride_d) * ph + dy / s.stride_h) * pitch +
-                                         dx / s.stride_w;
-        }
-  std::fill(rows.begin() + k, rows.end(), rows[0]);
-  const float* const* b_rows = rows.data();
+// What differs between the float32 and the bf16 GEMM over the planes: the tile shape, the K
+// block in B rows (float32: one row per (channel, tap); bf16: one row per (tap, channel pair)),
+// and the tile call with its A panel.
+struct F32PlanesGemm {
+  using Row = const float*;
+  const GemmKernelInfo& kernel;
+  const PackedMatrix& w;
+  int mr() const { return kernel.mr; }
+  int nr() const { return kernel.nr; }
+  int64_t block_rows() const { return kernel.kc; }
+  F32GemmEpilogueFn epilogue() const { return kernel.epilogue; }
+  void tile(int64_t i0, int64_t p0, int64_t kc, int64_t nrows, int64_t ncols, const Row* rows,
+            int64_t j, float* c, int64_t ldc, float beta, const F32GemmTileEpilogue* te) const {
+    kernel.indirect_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
+                            static_cast<size_t>(kc), w.panel(i0 / kernel.mr, p0), rows + p0,
+                            static_cast<size_t>(j), c, static_cast<size_t>(ldc), 1.0f, beta, te);
+  }
+};
+
+struct Bf16PlanesGemm {
+  using Row = const uint32_t*;
+  const Bf16GemmKernelInfo& kernel;
+  const Bf16PackedMatrix& w;
+  F32GemmEpilogueFn epilogue_fn;
+  int mr() const { return kernel.mr; }
+  int nr() const { return kernel.nr; }
+  int64_t block_rows() const { return kernel.kc / 2; }
+  F32GemmEpilogueFn epilogue() const { return epilogue_fn; }
+  void tile(int64_t i0, int64_t q0, int64_t kp, int64_t nrows, int64_t ncols, const Row* rows,
+            int64_t j, float* c, int64_t ldc, float beta, const F32GemmTileEpilogue* te) const {
+    kernel.indirect_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
+                            static_cast<size_t>(kp), w.panel(i0 / kernel.mr, 2 * q0), rows + q0,
+                            static_cast<size_t>(j), c, static_cast<size_t>(ldc), 1.0f, beta, te);
+  }
+};
+
+// C(Cout_g, grid columns) = A * B over the planes, B row r at b_rows[r] (`k_rows` of them,
+// followed by 8 copies of the first), then Y from C; `c_scratch` holds C where it is not Y.
+template <class Gemm>
+void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_rows,
+                 const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep, float* c_scratch,
+                 int num_threads) {
+  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s);
+  const int64_t m = s.out_c, n = grid_columns(s);
+  const int64_t pixels = s.out_d * s.out_h * s.out_w;
 
   // Straight into Y with the whole epilogue, or into scratch with the bias (and, without a
   // residual, the activation), the rest applied while compacting: the residual is laid out as
   // Y, not as the grid.
   const bool direct = writes_y_directly(s);
-  float* c = direct ? y : scratch + all_planes_floats(s);
+  float* c = direct ? y : c_scratch;
   const int64_t ldc = direct ? pixels : scratch_ldc(s);
   GemmEpilogue gemm_ep = ep;
   GemmEpilogue post_ep;
@@ -192,7 +213,7 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
   // (small maps: a few column tiles; the pool hands each thread a contiguous share of the
   // tasks), every column tile is a chunk and C's rows are split among the threads as well.
   constexpr int64_t kMaxChunkTiles = 8;
-  const int mr = kernel.mr, nr = kernel.nr;
+  const int mr = gemm.mr(), nr = gemm.nr();
   const int64_t tiles_n = ceil_div(n, nr), tiles_m = ceil_div(m, mr);
   const int64_t threads = std::max(1, num_threads);
   int64_t chunks =
@@ -209,13 +230,14 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
   }
   const int64_t part_rows = ceil_div(tiles_m, m_parts) * mr;
   const int64_t tasks = chunks * m_parts;
+  const int64_t block = gemm.block_rows();
   auto task = [&](int64_t t, int) {
     const int64_t c0 = first_tile(t / m_parts) * nr;
     const int64_t c1 = std::min(n, first_tile(t / m_parts + 1) * nr);
     const int64_t r0 = (t % m_parts) * part_rows, r1 = std::min(m, r0 + part_rows);
-    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {
-      const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
-      const bool last = p0 + kc == k;
+    for (int64_t p0 = 0; p0 < k_rows; p0 += block) {
+      const int64_t kc = std::min<int64_t>(block, k_rows - p0);
+      const bool last = p0 + kc == k_rows;
       // A column tile's B rows stay in L1 across the row tiles; the A block in L2.
       for (int64_t j = c0; j < c1; j += nr) {
         const int64_t ncols = std::min<int64_t>(nr, c1 - j);
@@ -224,12 +246,10 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
           float* ct = c + i0 * ldc + j;
           F32GemmTileEpilogue te;
           if (last && fusable) te = fused_tile_epilogue(gemm_ep, clamp_lo, clamp_hi, i0, j);
-          kernel.indirect_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
-                                  static_cast<size_t>(kc), w.panel(i0 / mr, p0), b_rows + p0,
-                                  static_cast<size_t>(j), ct, static_cast<size_t>(ldc), 1.0f,
-                                  p0 == 0 ? 0.0f : 1.0f, last && fusable ? &te : nullptr);
+          gemm.tile(i0, p0, kc, nrows, ncols, b_rows, j, ct, ldc, p0 == 0 ? 0.0f : 1.0f,
+                    last && fusable ? &te : nullptr);
           if (last && !gemm_ep.empty() && !fusable)
-            kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
+            gemm.epilogue()(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
                             static_cast<size_t>(ncols), static_cast<size_t>(i0),
                             static_cast<size_t>(j), gemm_ep);
         }
@@ -247,9 +267,163 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
         std::memcpy(dst + (od * s.out_h + oh) * s.out_w, src + (od * ph + oh) * pitch,
                     static_cast<size_t>(s.out_w) * sizeof(float));
     if (!post_ep.empty())
-      kernel.epilogue(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(pixels),
+      gemm.epilogue()(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(pixels),
                       static_cast<size_t>(o), 0, post_ep);
   });
+}
+
+// Elements of one tap's offset into its phase's plane.
+int64_t tap_offset(const PhasePlanesConvShape& s, int64_t kz, int64_t ki, int64_t kj) {
+  const int64_t dz = kz * s.dil_d, dy = ki * s.dil_h, dx = kj * s.dil_w;
+  return ((dz / s.stride_d) * phase_plane_h(s) + dy / s.stride_h) * phase_plane_pitch(s) +
+         dx / s.stride_w;
+}
+
+// The phase of a tap: which of a channel's stride_d * stride_h * stride_w planes it reads.
+int64_t tap_phase(const PhasePlanesConvShape& s, int64_t kz, int64_t ki, int64_t kj) {
+  return (((kz * s.dil_d) % s.stride_d) * s.stride_h + (ki * s.dil_h) % s.stride_h) * s.stride_w +
+         (kj * s.dil_w) % s.stride_w;
+}
+
+int64_t channel_pairs(const PhasePlanesConvShape& s) { return ceil_div(s.in_c, 2); }
+
+int64_t all_pair_planes_words(const PhasePlanesConvShape& s) {
+  return round_up(channel_pairs(s) * phases(s) * plane_floats(s), 16);
+}
+
+// Channels 2 cp and 2 cp + 1 of x (zeros for the second past in_c) into their phase planes of
+// bf16 pairs, laid out as build_planes lays out one channel's. `row` holds 2 plane_w floats.
+void build_pair_planes(const float* x, const PhasePlanesConvShape& s, int64_t cp,
+                       Bf16InterleaveRowsFn interleave, float* row, uint32_t* planes) {
+  const int64_t pd = phase_plane_d(s), ph = phase_plane_h(s), pw = phase_plane_w(s);
+  const int64_t pitch = phase_plane_pitch(s), plane_size = plane_floats(s);
+  const int64_t sd = s.stride_d, sh = s.stride_h, sw = s.stride_w;
+  const int64_t c0 = 2 * cp;
+  const bool second = c0 + 1 < s.in_c;
+  const F32CopyRowFn copy_row = vector_ukernels().copy_row;
+  for (int64_t e = 0; e < sd; ++e) {
+    for (int64_t a = 0; a < sh; ++a) {
+      for (int64_t b = 0; b < sw; ++b) {
+        uint32_t* plane = planes + (((cp * sd + e) * sh + a) * sw + b) * plane_size;
+        const auto [lo, hi] = phase_columns(s, b);
+        const int64_t iw0 = b - s.pad_l;
+        for (int64_t v = 0; v < pd; ++v) {
+          uint32_t* slice = plane + v * ph * pitch;
+          const int64_t id = v * sd + e - s.pad_f;
+          if (id < 0 || id >= s.in_d) {
+            std::fill(slice, slice + ph * pw, 0u);
+            continue;
+          }
+          const int64_t channel_floats = s.in_d * s.in_h * s.in_w;
+          const float* x0 = x + c0 * channel_floats + id * s.in_h * s.in_w;
+          for (int64_t t = 0; t < ph; ++t) {
+            uint32_t* dst = slice + t * pitch;
+            const int64_t ih = t * sh + a - s.pad_t;
+            if (ih < 0 || ih >= s.in_h || hi == lo) {
+              std::fill(dst, dst + pw, 0u);
+              continue;
+            }
+            const float* src0 = x0 + ih * s.in_w + iw0 + lo * sw;
+            const float* src1 = second ? src0 + channel_floats : nullptr;
+            const int64_t count = hi - lo;
+            if (sw != 1) {  // the phase's columns gathered first
+              auto gather = [&](const float* src, float* dst) {
+                if (sw == 2)
+                  copy_row(src, 2, dst, static_cast<size_t>(count));
+                else
+                  for (int64_t u = 0; u < count; ++u) dst[u] = src[u * sw];
+              };
+              gather(src0, row);
+              src0 = row;
+              if (second) {
+                gather(src1, row + pw);
+                src1 = row + pw;
+              }
+            }
+            std::fill(dst, dst + lo, 0u);
+            interleave(src0, src1, static_cast<size_t>(count), dst + lo);
+            std::fill(dst + hi, dst + pw, 0u);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
+                       const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
+                       float* scratch, int num_threads) {
+  const int64_t plane = plane_floats(s);
+  const int64_t k = s.in_c * s.kd * s.kh * s.kw;
+  float* planes = scratch;
+  cpu_thread_pool().parallel_for(s.in_c, num_threads,
+                                 [&](int64_t ci, int) { build_planes(x, s, ci, planes); });
+
+  // B row (ci, kz, ki, kj): its plane at the tap's offset. Shared by every task.
+  thread_local std::vector<const float*> rows;
+  rows.resize(static_cast<size_t>(k + 8));
+  for (int64_t ci = 0, r = 0; ci < s.in_c; ++ci)
+    for (int64_t kz = 0; kz < s.kd; ++kz)
+      for (int64_t ki = 0; ki < s.kh; ++ki)
+        for (int64_t kj = 0; kj < s.kw; ++kj, ++r)
+          rows[static_cast<size_t>(r)] = planes +
+                                         (ci * phases(s) + tap_phase(s, kz, ki, kj)) * plane +
+                                         tap_offset(s, kz, ki, kj);
+  std::fill(rows.begin() + k, rows.end(), rows[0]);
+  planes_gemm(F32PlanesGemm{kernel, w}, rows.data(), k, s, y, ep, scratch + all_planes_floats(s),
+              num_threads);
+}
+
+int64_t phase_planes_bf16_scratch_floats(const PhasePlanesConvShape& s) {
+  return all_pair_planes_words(s) + (writes_y_directly(s) ? 0 : s.out_c * scratch_ldc(s));
+}
+
+int64_t phase_planes_bf16_depth(const PhasePlanesConvShape& s) {
+  return s.kd * s.kh * s.kw * 2 * channel_pairs(s);
+}
+
+Bf16PackedMatrix pack_phase_planes_bf16_weights(const Bf16GemmKernelInfo& kernel, const float* w,
+                                                const PhasePlanesConvShape& s) {
+  const int64_t taps = s.kd * s.kh * s.kw, even_c = 2 * channel_pairs(s);
+  const int64_t depth = taps * even_c;
+  std::vector<float> reordered(static_cast<size_t>(s.out_c * depth), 0.0f);
+  for (int64_t o = 0; o < s.out_c; ++o)
+    for (int64_t ci = 0; ci < s.in_c; ++ci)
+      for (int64_t t = 0; t < taps; ++t)
+        reordered[static_cast<size_t>(o * depth + t * even_c + ci)] =
+            w[(o * s.in_c + ci) * taps + t];
+  return Bf16PackedMatrix::pack_a(kernel, MatrixView{reordered.data(), depth, 1}, s.out_c, depth);
+}
+
+void conv_phase_planes_bf16(const Bf16GemmKernelInfo& kernel, const Bf16PackedMatrix& w,
+                            F32GemmEpilogueFn epilogue, const float* x,
+                            const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
+                            float* scratch, int num_threads) {
+  const int64_t plane = plane_floats(s), pairs = channel_pairs(s);
+  const int64_t kp = s.kd * s.kh * s.kw * pairs;
+  uint32_t* planes = reinterpret_cast<uint32_t*>(scratch);
+  const int64_t pw = phase_plane_w(s);
+  cpu_thread_pool().parallel_for(pairs, num_threads, [&](int64_t cp, int) {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(2 * pw));
+    build_pair_planes(x, s, cp, kernel.interleave_rows, row.data(), planes);
+  });
+
+  // B pair row (kz, ki, kj, cp): the pair planes of channels 2 cp, 2 cp + 1 at the tap's offset.
+  thread_local std::vector<const uint32_t*> rows;
+  rows.resize(static_cast<size_t>(kp + 8));
+  for (int64_t kz = 0, q = 0; kz < s.kd; ++kz)
+    for (int64_t ki = 0; ki < s.kh; ++ki)
+      for (int64_t kj = 0; kj < s.kw; ++kj)
+        for (int64_t cp = 0; cp < pairs; ++cp, ++q)
+          rows[static_cast<size_t>(q)] = planes +
+                                         (cp * phases(s) + tap_phase(s, kz, ki, kj)) * plane +
+                                         tap_offset(s, kz, ki, kj);
+  std::fill(rows.begin() + kp, rows.end(), rows[0]);
+  planes_gemm(Bf16PlanesGemm{kernel, w, epilogue}, rows.data(), kp, s, y, ep,
+              scratch + all_pair_planes_words(s), num_threads);
 }
 
 }  // namespace peregrine::cpu

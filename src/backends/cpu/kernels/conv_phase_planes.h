@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 
 namespace peregrine::cpu {
@@ -59,5 +60,22 @@ int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s);
 void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
                        const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
                        float* scratch, int num_threads);
+
+// bf16 (--precision bf16): the same GEMM with bf16 products, its B rows the planes of channel
+// pairs (one uint32 per pixel: channel 2 cp in the low half, 2 cp + 1 in the high, the second
+// zero past Cin_g), built once per run, and its K ordered (KD, KH, KW, Cin_g rounded up to even)
+// so a pair never straddles two taps. `w` from pack_phase_planes_bf16_weights, `epilogue`
+// applies what the tiles cannot take in registers; `scratch` of
+// phase_planes_bf16_scratch_floats(s) floats, 64-byte aligned.
+int64_t phase_planes_bf16_scratch_floats(const PhasePlanesConvShape& s);
+// K of the bf16 weights: KD * KH * KW * Cin_g rounded up to even.
+int64_t phase_planes_bf16_depth(const PhasePlanesConvShape& s);
+// `w` (Cout_g, Cin_g, KD, KH, KW) float32, reordered and packed as the bf16 GEMM's A.
+Bf16PackedMatrix pack_phase_planes_bf16_weights(const Bf16GemmKernelInfo& kernel, const float* w,
+                                                const PhasePlanesConvShape& s);
+void conv_phase_planes_bf16(const Bf16GemmKernelInfo& kernel, const Bf16PackedMatrix& w,
+                            F32GemmEpilogueFn epilogue, const float* x,
+                            const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
+                            float* scratch, int num_threads);
 
 }  // namespace peregrine::cpu

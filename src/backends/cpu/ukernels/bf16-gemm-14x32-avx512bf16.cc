@@ -26,14 +26,35 @@ constexpr size_t kPrefetchAPairs = 96;
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 
+// Pair row q of a tile's B: a packed panel (64-byte aligned, its columns zero-padded to 32).
+struct PackedPairs {
+  const uint32_t* b;
+  static constexpr bool kInPlace = false;
+  const uint32_t* row(size_t q) const { return b + q * 32; }
+  const uint32_t* prefetch_target(size_t q) const { return row(q + kPrefetchPairs); }
+};
+
+// Pair row q at rows[q] + offset, read in place (a phase plane of pairs, kernels/
+// conv_phase_planes.h): loads are masked to the tile's columns. As in the f32 kernel's
+// indirect rows, each step requests its own run two column tiles further on.
+struct IndirectPairs {
+  const uint32_t* const* rows;
+  size_t offset;
+  static constexpr bool kInPlace = true;
+  const uint32_t* row(size_t q) const { return rows[q] + offset; }
+  const uint32_t* prefetch_target(size_t q) const { return row(q) + 64; }
+};
+
 // kPackedA: A is a packed micro-panel (pair q of row i at a[q * MR + i]); else A is read in
 // place as rows of kBf16GemmRowPairs pairs (pair q of row i at a[i * kBf16GemmRowPairs + q]),
 // L1-resident, so it is not prefetched.
-template <int R, bool kPackedA>
-void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
-          float alpha, float beta, const F32GemmTileEpilogue* ep) {
+template <int R, bool kPackedA, class B>
+void tile(size_t cols, size_t kp, const uint32_t* a, B b, float* c, size_t ldc, float alpha,
+          float beta, const F32GemmTileEpilogue* ep) {
   constexpr size_t kPairStep = kPackedA ? kMr : 1;
   constexpr size_t kRowStep = kPackedA ? 1 : kBf16GemmRowPairs;
+  const __mmask16 m0 = avx512::first_lanes(cols),
+                  m1 = avx512::first_lanes(cols > 16 ? cols - 16 : 0);
   // The tile's C rows (and its residual's) lie a whole C row apart, on a wide map too many
   // streams for the hardware prefetcher: requested before the K loop, they arrive while it
   // runs instead of missing at the store (ResNet-50's 56x56 1x1 convs, bench/compare.py
@@ -51,13 +72,20 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
   __m512 acc0[R], acc1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
-  for (size_t q = 0; q < kp; ++q, a += kPairStep, b += 32) {
+  for (size_t q = 0; q < kp; ++q, a += kPairStep) {
     if constexpr (kPackedA)
       _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAPairs * kMr), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchPairs * 32 + 16), _MM_HINT_T0);
-    const __m512bh b0 = as_bh(_mm512_load_si512(b));
-    const __m512bh b1 = as_bh(_mm512_load_si512(b + 16));
+    _mm_prefetch(reinterpret_cast<const char*>(b.prefetch_target(q)), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b.prefetch_target(q) + 16), _MM_HINT_T0);
+    const uint32_t* bq = b.row(q);
+    __m512bh b0, b1;
+    if constexpr (B::kInPlace) {
+      b0 = as_bh(_mm512_maskz_loadu_epi32(m0, bq));
+      b1 = as_bh(_mm512_maskz_loadu_epi32(m1, bq + 16));
+    } else {
+      b0 = as_bh(_mm512_load_si512(bq));
+      b1 = as_bh(_mm512_load_si512(bq + 16));
+    }
 #pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
       const __m512bh av = as_bh(_mm512_set1_epi32(static_cast<int>(a[i * kRowStep])));
@@ -65,8 +93,6 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
       acc1[i] = _mm512_dpbf16_ps(acc1[i], av, b1);
     }
   }
-  const __mmask16 m0 = avx512::first_lanes(cols),
-                  m1 = avx512::first_lanes(cols > 16 ? cols - 16 : 0);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   __m512 col0 = _mm512_setzero_ps(), col1 = _mm512_setzero_ps();
   if (ep && ep->bias_col) {
@@ -111,16 +137,16 @@ void tile(size_t cols, size_t kp, const uint32_t* a, const uint32_t* b, float* c
   }
 }
 
-using TileFn = void (*)(size_t, size_t, const uint32_t*, const uint32_t*, float*, size_t, float,
-                        float, const F32GemmTileEpilogue*);
-constexpr TileFn kTiles[kMr] = {tile<1, true>,  tile<2, true>,  tile<3, true>,  tile<4, true>,
-                                tile<5, true>,  tile<6, true>,  tile<7, true>,  tile<8, true>,
-                                tile<9, true>,  tile<10, true>, tile<11, true>, tile<12, true>,
-                                tile<13, true>, tile<14, true>};
-constexpr TileFn kRowTiles[kMr] = {
-    tile<1, false>,  tile<2, false>,  tile<3, false>,  tile<4, false>, tile<5, false>,
-    tile<6, false>,  tile<7, false>,  tile<8, false>,  tile<9, false>, tile<10, false>,
-    tile<11, false>, tile<12, false>, tile<13, false>, tile<14, false>};
+template <class B>
+using TileFn = void (*)(size_t, size_t, const uint32_t*, B, float*, size_t, float, float,
+                        const F32GemmTileEpilogue*);
+// kTiles<kPackedA, B>[r - 1]: the tile of r rows.
+template <bool kPackedA, class B>
+constexpr TileFn<B> kTiles[kMr] = {
+    tile<1, kPackedA, B>,  tile<2, kPackedA, B>,  tile<3, kPackedA, B>,  tile<4, kPackedA, B>,
+    tile<5, kPackedA, B>,  tile<6, kPackedA, B>,  tile<7, kPackedA, B>,  tile<8, kPackedA, B>,
+    tile<9, kPackedA, B>,  tile<10, kPackedA, B>, tile<11, kPackedA, B>, tile<12, kPackedA, B>,
+    tile<13, kPackedA, B>, tile<14, kPackedA, B>};
 
 // 32 bf16 of two float32 rows r0 (low pair halves) and r1 (high), 16 columns each, interleaved
 // into 16 pairs: lanes 2j, 2j + 1 = r0[j], r1[j].
@@ -137,14 +163,32 @@ inline __m512i interleave_pairs(__m512 r0, __m512 r1) {
 void bf16_gemm_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp, const uint32_t* a,
                                          const uint32_t* b, float* c, size_t ldc, float alpha,
                                          float beta, const F32GemmTileEpilogue* ep) {
-  kTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta, ep);
+  kTiles<true, PackedPairs>[rows - 1](cols, kp, a, PackedPairs{b}, c, ldc, alpha, beta, ep);
+}
+
+void bf16_gemm_indirect_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp,
+                                                  const uint32_t* a, const uint32_t* const* b_rows,
+                                                  size_t b_offset, float* c, size_t ldc,
+                                                  float alpha, float beta,
+                                                  const F32GemmTileEpilogue* ep) {
+  kTiles<true, IndirectPairs>[rows - 1](cols, kp, a, IndirectPairs{b_rows, b_offset}, c, ldc, alpha,
+                                        beta, ep);
 }
 
 void bf16_gemm_ukernel_14x32_a_rows__avx512bf16(size_t rows, size_t cols, size_t kp,
                                                 const uint32_t* a, const uint32_t* b, float* c,
                                                 size_t ldc, float alpha, float beta,
                                                 const F32GemmTileEpilogue* ep) {
-  kRowTiles[rows - 1](cols, kp, a, b, c, ldc, alpha, beta, ep);
+  kTiles<false, PackedPairs>[rows - 1](cols, kp, a, PackedPairs{b}, c, ldc, alpha, beta, ep);
+}
+
+void bf16_interleave_rows__avx512bf16(const float* r0, const float* r1, size_t n, uint32_t* dst) {
+  for (size_t j = 0; j < n; j += 16) {
+    const __mmask16 m = avx512::first_lanes(n - j);
+    const __m512 lo = _mm512_maskz_loadu_ps(m, r0 + j);
+    const __m512 hi = r1 ? _mm512_maskz_loadu_ps(m, r1 + j) : _mm512_setzero_ps();
+    _mm512_mask_storeu_epi32(dst + j, m, interleave_pairs(lo, hi));
+  }
 }
 
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols,

@@ -26,6 +26,14 @@ using Bf16GemmUkernelFn = void (*)(size_t rows, size_t cols, size_t kp, const ui
 // B panel from float32: row p (p < k) at src + p * ld, its first `cols` (<= NR) values; rows
 // past k and columns past cols are zero. dst: (ceil(k / 2), NR) uint32.
 using Bf16PackBFn = void (*)(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
+// The tile with B read in place: pair row q at b_rows[q] + b_offset, its first `cols` pairs
+// (nothing past them is read). For convolution over phase planes of channel pairs.
+using Bf16GemmIndirectUkernelFn = void (*)(size_t rows, size_t cols, size_t kp, const uint32_t* a,
+                                           const uint32_t* const* b_rows, size_t b_offset, float* c,
+                                           size_t ldc, float alpha, float beta,
+                                           const F32GemmTileEpilogue* ep);
+// dst[j] = the pair (r0[j], r1[j]) for j < n; r1 nullptr gives zero high halves.
+using Bf16InterleaveRowsFn = void (*)(const float* r0, const float* r1, size_t n, uint32_t* dst);
 // A panel from float32: row i (i < rows <= MR) at src + i * lda, k values; rows past `rows`
 // are zero. dst: (ceil(k / 2), MR) uint32.
 using Bf16PackAFn = void (*)(const float* src, size_t lda, size_t rows, size_t k, uint32_t* dst);
@@ -45,6 +53,12 @@ void bf16_gemm_ukernel_14x32_a_rows__avx512bf16(size_t rows, size_t cols, size_t
                                                 const uint32_t* a, const uint32_t* b, float* c,
                                                 size_t ldc, float alpha, float beta,
                                                 const F32GemmTileEpilogue* ep);
+void bf16_gemm_indirect_ukernel_14x32__avx512bf16(size_t rows, size_t cols, size_t kp,
+                                                  const uint32_t* a, const uint32_t* const* b_rows,
+                                                  size_t b_offset, float* c, size_t ldc,
+                                                  float alpha, float beta,
+                                                  const F32GemmTileEpilogue* ep);
+void bf16_interleave_rows__avx512bf16(const float* r0, const float* r1, size_t n, uint32_t* dst);
 void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t cols, uint32_t* dst);
 void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_t k,
                                 uint32_t* dst);
