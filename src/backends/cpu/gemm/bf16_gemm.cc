@@ -117,16 +117,16 @@ struct PanelLayout {
   }
 };
 
-// Packs A rows [0, m) (k deep) into dst in PanelLayout order, spread over the pool.
-void pack_a_whole(const Bf16GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k,
+// Packs A rows [0, m) (k deep) into dst in PanelLayout order for K blocks of kc, spread over
+// the pool.
+void pack_a_whole(const Bf16GemmKernelInfo& kernel, MatrixView a, int64_t m, int64_t k, int kc,
                   int num_threads, uint32_t* dst) {
   const int mr = kernel.mr;
-  const PanelLayout layout{dst, ceil_div(m, mr), k, mr, kernel.kc};
+  const PanelLayout layout{dst, ceil_div(m, mr), k, mr, kc};
   auto task = [&](int64_t panel, int) {
-    for (int64_t p0 = 0; p0 < k; p0 += kernel.kc)
+    for (int64_t p0 = 0; p0 < k; p0 += kc)
       pack_a_panel(kernel, a, panel * mr, std::min<int64_t>(mr, m - panel * mr), p0,
-                   std::min<int64_t>(kernel.kc, k - p0),
-                   const_cast<uint32_t*>(layout.panel(panel, p0)));
+                   std::min<int64_t>(kc, k - p0), const_cast<uint32_t*>(layout.panel(panel, p0)));
   };
   cpu_thread_pool().parallel_for(layout.panels, num_threads, task);
 }
@@ -239,17 +239,17 @@ int64_t Bf16PackedMatrix::panel_stride(int64_t p0) const {
   return PanelLayout{data_.get(), panels_, depth(), width_, kc_}.stride(p0);
 }
 
-Bf16PackedMatrix Bf16PackedMatrix::pack_a(const Bf16GemmKernelInfo& kernel, MatrixView a,
-                                          int64_t m, int64_t k) {
+Bf16PackedMatrix Bf16PackedMatrix::pack_a(const Bf16GemmKernelInfo& kernel, MatrixView a, int64_t m,
+                                          int64_t k, int kc) {
   Bf16PackedMatrix pm;
   pm.is_a_ = true;
   pm.rows_ = m, pm.cols_ = k;
-  pm.width_ = kernel.mr, pm.kc_ = kernel.kc;
+  pm.width_ = kernel.mr, pm.kc_ = kc > 0 ? kc : kernel.kc;
   pm.kernel_ = &kernel;
   pm.panels_ = ceil_div(m, kernel.mr);
   pm.data_.reset(
       aligned_array<uint32_t>(static_cast<size_t>(pm.panels_ * kernel.mr * ceil_div(k, 2))));
-  pack_a_whole(kernel, a, m, k, 1, pm.data_.get());
+  pack_a_whole(kernel, a, m, k, pm.kc_, 1, pm.data_.get());
   return pm;
 }
 
@@ -299,7 +299,7 @@ void bf16_gemm(const Bf16GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k
     uint32_t* buf = scratch().a_whole.get(
         static_cast<size_t>(ceil_div(rows, kernel.mr) * kernel.mr * kp));
     pack_a_whole(kernel, MatrixView{a.view.data + m0 * a.view.rs, a.view.rs, a.view.cs}, rows, k,
-                 num_threads, buf);
+                 kernel.kc, num_threads, buf);
     GemmEpilogue chunk_ep = ep;
     if (ep.bias_kind == GemmEpilogue::Bias::kPerRow) chunk_ep.bias = ep.bias + m0;
     if (ep.residual) chunk_ep.residual = ep.residual + m0 * ep.ldr;

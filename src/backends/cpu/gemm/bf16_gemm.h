@@ -38,14 +38,17 @@ std::string bf16_unavailable_reason();
 // its panels one after another ((kc/2, MR) uint32 for A, (kc/2, NR) for B), zero-padded.
 class Bf16PackedMatrix {
  public:
+  // kc: the K block (even; 0: the kernel's). bf16_gemm takes only the kernel's; a driver of
+  // its own may balance the blocks of its K (kernels/conv_phase_planes.cc).
   static Bf16PackedMatrix pack_a(const Bf16GemmKernelInfo& kernel, MatrixView a, int64_t m,
-                                 int64_t k);
+                                 int64_t k, int kc = 0);
   static Bf16PackedMatrix pack_b(const Bf16GemmKernelInfo& kernel, MatrixView b, int64_t k,
                                  int64_t n);
   bool is_a() const { return is_a_; }
   int64_t rows() const { return rows_; }  // M for A, K for B
   int64_t cols() const { return cols_; }  // K for A, N for B
   int64_t depth() const { return is_a_ ? cols_ : rows_; }
+  int kc() const { return kc_; }
   // Panel `index` of the K block starting at p0 (a multiple of KC).
   const uint32_t* panel(int64_t index, int64_t p0) const;
   int64_t panel_stride(int64_t p0) const;  // uint32s between panels of that block

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/gemm/aligned_buffer.h"
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
@@ -51,51 +52,58 @@ bool writes_y_directly(const PhasePlanesConvShape& s) {
   return phase_plane_pitch(s) == s.out_w && (s.out_d == 1 || phase_plane_h(s) == s.out_h);
 }
 
-int64_t scratch_ldc(const PhasePlanesConvShape& s) { return round_up(grid_columns(s), 16); }
-
-// Copies channel ci of x into its stride_d * stride_h * stride_w zero-padded phase planes.
-void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, float* planes) {
-  const int64_t pd = phase_plane_d(s), ph = phase_plane_h(s), pw = phase_plane_w(s);
+// Calls row(dst, src, lo, hi) for every row of the stride_d * stride_h * stride_w phase planes
+// (plane_floats apart from `planes` on) of the input channel at `xc`: dst the plane row, src
+// the channel's input under plane column lo (nullptr where the row lies in the padding), [lo,
+// hi) the plane columns that hold input pixels. Plane by plane, rows in order: where pitch <
+// pw a row's trailing padding is the next row's leading padding, written as zeros by both.
+template <class T, class RowFn>
+void for_each_plane_row(const float* xc, const PhasePlanesConvShape& s, T* planes, RowFn row) {
+  const int64_t pd = phase_plane_d(s), ph = phase_plane_h(s);
   const int64_t pitch = phase_plane_pitch(s), plane_size = plane_floats(s);
   const int64_t sd = s.stride_d, sh = s.stride_h, sw = s.stride_w;
-  const F32CopyRowFn copy_row = vector_ukernels().copy_row;
   for (int64_t e = 0; e < sd; ++e) {
     for (int64_t a = 0; a < sh; ++a) {
       for (int64_t b = 0; b < sw; ++b) {
-        float* plane = planes + (((ci * sd + e) * sh + a) * sw + b) * plane_size;
+        T* plane = planes + ((e * sh + a) * sw + b) * plane_size;
         const auto [lo, hi] = phase_columns(s, b);
-        const int64_t iw0 = b - s.pad_l;
-        // Rows t * pitch + [0, pw): where pitch < pw a row's trailing padding is the next
-        // row's leading padding, written as zeros by both.
         for (int64_t v = 0; v < pd; ++v) {
-          float* slice = plane + v * ph * pitch;
           const int64_t id = v * sd + e - s.pad_f;
-          if (id < 0 || id >= s.in_d) {
-            std::fill(slice, slice + ph * pw, 0.0f);
-            continue;
-          }
-          const float* xs = x + (ci * s.in_d + id) * s.in_h * s.in_w;
+          const bool depth_in = id >= 0 && id < s.in_d;
+          const float* xs = xc + (depth_in ? id : 0) * s.in_h * s.in_w;
           for (int64_t t = 0; t < ph; ++t) {
-            float* dst = slice + t * pitch;
             const int64_t ih = t * sh + a - s.pad_t;
-            if (ih < 0 || ih >= s.in_h || hi == lo) {
-              std::fill(dst, dst + pw, 0.0f);
-              continue;
-            }
-            const float* src = xs + ih * s.in_w + iw0 + lo * sw;
-            std::fill(dst, dst + lo, 0.0f);
-            if (sw == 1)
-              std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(float));
-            else if (sw == 2)
-              copy_row(src, 2, dst + lo, static_cast<size_t>(hi - lo));
-            else
-              for (int64_t u = lo; u < hi; ++u) dst[u] = src[(u - lo) * sw];
-            std::fill(dst + hi, dst + pw, 0.0f);
+            const bool in = depth_in && ih >= 0 && ih < s.in_h && hi > lo;
+            row(plane + (v * ph + t) * pitch,
+                in ? xs + ih * s.in_w + b - s.pad_l + lo * sw : nullptr, lo, hi);
           }
         }
       }
     }
   }
+}
+
+// Copies channel ci of x into its stride_d * stride_h * stride_w zero-padded phase planes.
+void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, float* planes) {
+  const int64_t pw = phase_plane_w(s), sw = s.stride_w;
+  const F32CopyRowFn copy_row = vector_ukernels().copy_row;
+  float* channel_planes = planes + ci * phases(s) * plane_floats(s);
+  const float* xc = x + ci * s.in_d * s.in_h * s.in_w;
+  for_each_plane_row(xc, s, channel_planes,
+                     [&](float* dst, const float* src, int64_t lo, int64_t hi) {
+                       if (src == nullptr) {
+                         std::fill(dst, dst + pw, 0.0f);
+                         return;
+                       }
+                       std::fill(dst, dst + lo, 0.0f);
+                       if (sw == 1)
+                         std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(float));
+                       else if (sw == 2)
+                         copy_row(src, 2, dst + lo, static_cast<size_t>(hi - lo));
+                       else
+                         for (int64_t u = lo; u < hi; ++u) dst[u] = src[(u - lo) * sw];
+                       std::fill(dst + hi, dst + pw, 0.0f);
+                     });
 }
 
 }  // namespace
@@ -137,9 +145,7 @@ bool use_conv_phase_planes(const PhasePlanesConvShape& s) {
   return s.kd * s.kh * s.kw > 1 && phase_planes_useful_fraction(s) >= 0.7;
 }
 
-int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s) {
-  return all_planes_floats(s) + (writes_y_directly(s) ? 0 : s.out_c * scratch_ldc(s));
-}
+int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s) { return all_planes_floats(s); }
 
 namespace {
 
@@ -169,7 +175,7 @@ struct Bf16PlanesGemm {
   F32GemmEpilogueFn epilogue_fn;
   int mr() const { return kernel.mr; }
   int nr() const { return kernel.nr; }
-  int64_t block_rows() const { return kernel.kc / 2; }
+  int64_t block_rows() const { return w.kc() / 2; }
   F32GemmEpilogueFn epilogue() const { return epilogue_fn; }
   void tile(int64_t i0, int64_t q0, int64_t kp, int64_t nrows, int64_t ncols, const Row* rows,
             int64_t j, float* c, int64_t ldc, float beta, const F32GemmTileEpilogue* te) const {
@@ -179,22 +185,41 @@ struct Bf16PlanesGemm {
   }
 };
 
-// C(Cout_g, grid columns) = A * B over the planes, B row r at b_rows[r] (`k_rows` of them,
-// followed by 8 copies of the first), then Y from C; `c_scratch` holds C where it is not Y.
+// Output pixels of grid columns [c0, c1) of C row `o` (at `src`) into Y's row `o`, with `post`
+// (the residual and activation the tiles left) applied to each run of pixels copied.
+template <class Gemm>
+void compact_columns(const Gemm& gemm, const PhasePlanesConvShape& s, const float* src, int64_t o,
+                     int64_t c0, int64_t c1, float* y, const GemmEpilogue& post) {
+  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s);
+  const int64_t pixels = s.out_d * s.out_h * s.out_w;
+  for (int64_t g = c0 / pitch; g * pitch < c1; ++g) {  // grid rows the columns cross
+    const int64_t oh = g % ph, od = g / ph;
+    const int64_t lo = std::max(c0, g * pitch), hi = std::min(c1, g * pitch + s.out_w);
+    if (oh >= s.out_h || lo >= hi) continue;  // a 3-D conv's dropped rows, a row's tail
+    const int64_t pixel = (od * s.out_h + oh) * s.out_w + (lo - g * pitch);
+    float* dst = y + o * pixels + pixel;
+    std::memcpy(dst, src + (lo - c0), static_cast<size_t>(hi - lo) * sizeof(float));
+    if (!post.empty())
+      gemm.epilogue()(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(hi - lo),
+                      static_cast<size_t>(o), static_cast<size_t>(pixel), post);
+  }
+}
+
+// Y = epilogue(A * B) over the planes, B row r at b_rows[r] (`k_rows` of them, followed by 8
+// copies of the first).
 template <class Gemm>
 void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_rows,
-                 const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep, float* c_scratch,
-                 int num_threads) {
-  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s);
+                 const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep, int num_threads) {
   const int64_t m = s.out_c, n = grid_columns(s);
   const int64_t pixels = s.out_d * s.out_h * s.out_w;
 
-  // Straight into Y with the whole epilogue, or into scratch with the bias (and, without a
-  // residual, the activation), the rest applied while compacting: the residual is laid out as
-  // Y, not as the grid.
+  // Straight into Y with the whole epilogue, or, where grid columns are dropped, each task's
+  // C chunk into a buffer of its own, compacted into Y as soon as the chunk is done (while it
+  // is in L2: a whole-map C compacted afterwards went through memory twice on large maps,
+  // the 640x640 stem of yolo_style_640 and unet_groupnorm_256's first conv). The buffer takes
+  // the bias (and, without a residual, the activation); the rest is applied while compacting:
+  // the residual is laid out as Y, not as the grid.
   const bool direct = writes_y_directly(s);
-  float* c = direct ? y : c_scratch;
-  const int64_t ldc = direct ? pixels : scratch_ldc(s);
   GemmEpilogue gemm_ep = ep;
   GemmEpilogue post_ep;
   if (!direct && ep.residual) {
@@ -231,10 +256,19 @@ void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_r
   const int64_t part_rows = ceil_div(tiles_m, m_parts) * mr;
   const int64_t tasks = chunks * m_parts;
   const int64_t block = gemm.block_rows();
+  const int64_t chunk_ldc = kMaxChunkTiles * nr + 16;  // rows not a power of two apart
   auto task = [&](int64_t t, int) {
     const int64_t c0 = first_tile(t / m_parts) * nr;
     const int64_t c1 = std::min(n, first_tile(t / m_parts + 1) * nr);
     const int64_t r0 = (t % m_parts) * part_rows, r1 = std::min(m, r0 + part_rows);
+    // C's tile (i0, j) at c + i0 * ldc + j: Y itself, or the chunk's buffer.
+    thread_local GrowBuffer<float> chunk_buffer;
+    float* c = y;
+    int64_t ldc = pixels;
+    if (!direct) {
+      ldc = chunk_ldc;
+      c = chunk_buffer.get(static_cast<size_t>((r1 - r0) * chunk_ldc)) - r0 * ldc - c0;
+    }
     for (int64_t p0 = 0; p0 < k_rows; p0 += block) {
       const int64_t kc = std::min<int64_t>(block, k_rows - p0);
       const bool last = p0 + kc == k_rows;
@@ -255,21 +289,11 @@ void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_r
         }
       }
     }
+    if (!direct)
+      for (int64_t o = r0; o < r1; ++o)
+        compact_columns(gemm, s, c + o * ldc + c0, o, c0, c1, y, post_ep);
   };
   cpu_thread_pool().parallel_for(tasks, num_threads, task);
-  if (direct) return;
-
-  cpu_thread_pool().parallel_for(m, num_threads, [&](int64_t o, int) {
-    float* dst = y + o * pixels;
-    const float* src = c + o * ldc;
-    for (int64_t od = 0; od < s.out_d; ++od)
-      for (int64_t oh = 0; oh < s.out_h; ++oh)
-        std::memcpy(dst + (od * s.out_h + oh) * s.out_w, src + (od * ph + oh) * pitch,
-                    static_cast<size_t>(s.out_w) * sizeof(float));
-    if (!post_ep.empty())
-      gemm.epilogue()(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(pixels),
-                      static_cast<size_t>(o), 0, post_ep);
-  });
 }
 
 // Elements of one tap's offset into its phase's plane.
@@ -295,59 +319,37 @@ int64_t all_pair_planes_words(const PhasePlanesConvShape& s) {
 // bf16 pairs, laid out as build_planes lays out one channel's. `row` holds 2 plane_w floats.
 void build_pair_planes(const float* x, const PhasePlanesConvShape& s, int64_t cp,
                        Bf16InterleaveRowsFn interleave, float* row, uint32_t* planes) {
-  const int64_t pd = phase_plane_d(s), ph = phase_plane_h(s), pw = phase_plane_w(s);
-  const int64_t pitch = phase_plane_pitch(s), plane_size = plane_floats(s);
-  const int64_t sd = s.stride_d, sh = s.stride_h, sw = s.stride_w;
-  const int64_t c0 = 2 * cp;
-  const bool second = c0 + 1 < s.in_c;
+  const int64_t pw = phase_plane_w(s), sw = s.stride_w;
+  const int64_t channel_floats = s.in_d * s.in_h * s.in_w;
+  const bool second = 2 * cp + 1 < s.in_c;
   const F32CopyRowFn copy_row = vector_ukernels().copy_row;
-  for (int64_t e = 0; e < sd; ++e) {
-    for (int64_t a = 0; a < sh; ++a) {
-      for (int64_t b = 0; b < sw; ++b) {
-        uint32_t* plane = planes + (((cp * sd + e) * sh + a) * sw + b) * plane_size;
-        const auto [lo, hi] = phase_columns(s, b);
-        const int64_t iw0 = b - s.pad_l;
-        for (int64_t v = 0; v < pd; ++v) {
-          uint32_t* slice = plane + v * ph * pitch;
-          const int64_t id = v * sd + e - s.pad_f;
-          if (id < 0 || id >= s.in_d) {
-            std::fill(slice, slice + ph * pw, 0u);
-            continue;
-          }
-          const int64_t channel_floats = s.in_d * s.in_h * s.in_w;
-          const float* x0 = x + c0 * channel_floats + id * s.in_h * s.in_w;
-          for (int64_t t = 0; t < ph; ++t) {
-            uint32_t* dst = slice + t * pitch;
-            const int64_t ih = t * sh + a - s.pad_t;
-            if (ih < 0 || ih >= s.in_h || hi == lo) {
-              std::fill(dst, dst + pw, 0u);
-              continue;
-            }
-            const float* src0 = x0 + ih * s.in_w + iw0 + lo * sw;
-            const float* src1 = second ? src0 + channel_floats : nullptr;
-            const int64_t count = hi - lo;
-            if (sw != 1) {  // the phase's columns gathered first
-              auto gather = [&](const float* src, float* dst) {
-                if (sw == 2)
-                  copy_row(src, 2, dst, static_cast<size_t>(count));
-                else
-                  for (int64_t u = 0; u < count; ++u) dst[u] = src[u * sw];
-              };
-              gather(src0, row);
-              src0 = row;
-              if (second) {
-                gather(src1, row + pw);
-                src1 = row + pw;
-              }
-            }
-            std::fill(dst, dst + lo, 0u);
-            interleave(src0, src1, static_cast<size_t>(count), dst + lo);
-            std::fill(dst + hi, dst + pw, 0u);
-          }
-        }
+  auto visit = [&](uint32_t* dst, const float* src0, int64_t lo, int64_t hi) {
+    if (src0 == nullptr) {
+      std::fill(dst, dst + pw, 0u);
+      return;
+    }
+    const float* src1 = second ? src0 + channel_floats : nullptr;
+    const int64_t count = hi - lo;
+    if (sw != 1) {  // the phase's columns gathered first
+      auto gather = [&](const float* src, float* out) {
+        if (sw == 2)
+          copy_row(src, 2, out, static_cast<size_t>(count));
+        else
+          for (int64_t u = 0; u < count; ++u) out[u] = src[u * sw];
+      };
+      gather(src0, row);
+      src0 = row;
+      if (second) {
+        gather(src1, row + pw);
+        src1 = row + pw;
       }
     }
-  }
+    std::fill(dst, dst + lo, 0u);
+    interleave(src0, src1, static_cast<size_t>(count), dst + lo);
+    std::fill(dst + hi, dst + pw, 0u);
+  };
+  for_each_plane_row(x + 2 * cp * channel_floats, s, planes + cp * phases(s) * plane_floats(s),
+                     visit);
 }
 
 }  // namespace
@@ -372,12 +374,11 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
                                          (ci * phases(s) + tap_phase(s, kz, ki, kj)) * plane +
                                          tap_offset(s, kz, ki, kj);
   std::fill(rows.begin() + k, rows.end(), rows[0]);
-  planes_gemm(F32PlanesGemm{kernel, w}, rows.data(), k, s, y, ep, scratch + all_planes_floats(s),
-              num_threads);
+  planes_gemm(F32PlanesGemm{kernel, w}, rows.data(), k, s, y, ep, num_threads);
 }
 
 int64_t phase_planes_bf16_scratch_floats(const PhasePlanesConvShape& s) {
-  return all_pair_planes_words(s) + (writes_y_directly(s) ? 0 : s.out_c * scratch_ldc(s));
+  return all_pair_planes_words(s);
 }
 
 int64_t phase_planes_bf16_depth(const PhasePlanesConvShape& s) {
@@ -394,7 +395,13 @@ Bf16PackedMatrix pack_phase_planes_bf16_weights(const Bf16GemmKernelInfo& kernel
       for (int64_t t = 0; t < taps; ++t)
         reordered[static_cast<size_t>(o * depth + t * even_c + ci)] =
             w[(o * s.in_c + ci) * taps + t];
-  return Bf16PackedMatrix::pack_a(kernel, MatrixView{reordered.data(), depth, 1}, s.out_c, depth);
+  // K blocks of equal size, none larger than the kernel's: 288 = 144 + 144, not 256 + 32,
+  // whose short block would load and store C for a few k steps (yolo_style_640's 32 -> 64
+  // strided convs).
+  const int64_t blocks = ceil_div(depth, int64_t{kernel.kc});
+  const int kc = static_cast<int>(round_up(ceil_div(depth, blocks), 2));
+  return Bf16PackedMatrix::pack_a(kernel, MatrixView{reordered.data(), depth, 1}, s.out_c, depth,
+                                  kc);
 }
 
 void conv_phase_planes_bf16(const Bf16GemmKernelInfo& kernel, const Bf16PackedMatrix& w,
@@ -422,8 +429,7 @@ void conv_phase_planes_bf16(const Bf16GemmKernelInfo& kernel, const Bf16PackedMa
                                          (cp * phases(s) + tap_phase(s, kz, ki, kj)) * plane +
                                          tap_offset(s, kz, ki, kj);
   std::fill(rows.begin() + kp, rows.end(), rows[0]);
-  planes_gemm(Bf16PlanesGemm{kernel, w, epilogue}, rows.data(), kp, s, y, ep,
-              scratch + all_pair_planes_words(s), num_threads);
+  planes_gemm(Bf16PlanesGemm{kernel, w, epilogue}, rows.data(), kp, s, y, ep, num_threads);
 }
 
 }  // namespace peregrine::cpu

@@ -10,8 +10,9 @@
 //   C(Cout_g, q) = W(Cout_g, Cin_g * KH * KW) * B(Cin_g * KH * KW, q)
 // reads B through one pointer per row with the indirect micro-kernel: nothing is packed per
 // run but the planes, and tiles run across output rows (no per-row edge tiles). The columns
-// with ow >= OW (pitch - OW per row) are computed and dropped: C goes to scratch and is
-// compacted into Y, unless pitch == OW, where C is Y. The pitch is plane_w, or less where
+// with ow >= OW (pitch - OW per row) are computed and dropped: each task's chunk of C goes to
+// a buffer of its own and is compacted into Y while it is in cache, unless pitch == OW, where
+// C is Y. The pitch is plane_w, or less where
 // consecutive rows share their zero padding (a 1x7 conv with pads 3 on a 17-wide map: 20, not
 // 23; a padded 3x3 on a 7-wide map: 8, not 9).
 // 3-D convs add a depth axis the same way (planes of plane_d x plane_h x plane_w, q = (od
@@ -50,7 +51,7 @@ double phase_planes_useful_fraction(const PhasePlanesConvShape& s);
 // The rule for the automatic choice: true where the planes beat im2col packing (see conv.cc).
 bool use_conv_phase_planes(const PhasePlanesConvShape& s);
 
-// Floats of scratch conv_phase_planes needs (planes, and C where it is not Y).
+// Floats of scratch conv_phase_planes needs (the planes).
 int64_t phase_planes_scratch_floats(const PhasePlanesConvShape& s);
 
 // y(Cout_g, OD * OH * OW) = epilogue(W * im2col(x)) for one group of one image: `w` the weights
