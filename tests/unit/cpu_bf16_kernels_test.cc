@@ -79,11 +79,12 @@ TEST(CpuBf16Conv, MatchesReferenceOnRoundedInputs) {
   if (!cpu::bf16_gemm_kernel()) GTEST_SKIP() << cpu::bf16_unavailable_reason();
   check_conv({1, 8, 7, 9, 15, 1, 1, {1, 1}, {0, 0, 0, 0}});     // 1x1: B the input planes
   check_conv({2, 5, 9, 8, 16, 1, 1, {2, 2}, {0, 0, 0, 0}});     // strided 1x1: im2col
-  check_conv({1, 3, 13, 11, 17, 3, 1, {1, 1}, {1, 1, 1, 1}});   // 3x3, odd K (27)
+  check_conv({1, 5, 13, 11, 17, 3, 1, {1, 1}, {1, 1, 1, 1}});   // 3x3, odd K (45)
+  check_conv({1, 3, 13, 11, 17, 3, 1, {1, 1}, {1, 1, 1, 1}}, "f32");  // K 27 < 32: float32
   check_conv({1, 8, 9, 9, 13, 3, 1, {1, 1}, {1, 1, 1, 1}}, "f32");  // 13 rows: float32
   check_conv({1, 40, 12, 12, 30, 3, 1, {1, 1}, {1, 1, 1, 1}});  // K 360: two K blocks
   check_conv({1, 3, 31, 29, 16, 7, 1, {2, 2}, {3, 3, 3, 3}});   // a stem conv
-  check_conv({1, 6, 9, 7, 45, 3, 3, {1, 1}, {1, 1, 1, 1}});     // grouped, 15 per group
+  check_conv({1, 12, 9, 7, 45, 3, 3, {1, 1}, {1, 1, 1, 1}});    // grouped, 15 per group
   check_conv({1, 16, 9, 7, 16, 3, 2, {2, 2}, {1, 1, 1, 1}}, "f32");  // 8 per group: float32
   check_conv({1, 64, 20, 21, 20, 1, 1, {1, 1}, {0, 0, 0, 0}});  // N 420: several N blocks
   // Dilated, taps mostly in the padding: tap-wise 1x1 products, on the bf16 GEMM.
@@ -136,11 +137,11 @@ TEST(CpuBf16Conv, PhasePlanesMatchReferenceOnRoundedInputs) {
            Case{1, 12, 17, 17, 14, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 1}, "SiLU", true},
            Case{1, 40, 12, 12, 30, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Gelu", false},
            Case{1, 4, 16, 13, 15, 3, 3, {1, 2}, {2, 1, 0, 2}, {2, 3}, "Relu", false},
-           Case{2, 3, 19, 23, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, "", true},
+           Case{2, 5, 19, 23, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, "", true},
            Case{1, 5, 20, 17, 14, 4, 5, {3, 2}, {1, 2, 2, 0}, {1, 2}, "", false},
            Case{1, 3, 31, 29, 16, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, "Relu", false},
            Case{1, 9, 8, 8, 40, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "Tanh", true},
-           Case{1, 2, 2, 3, 14, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "", true},
+           Case{1, 4, 2, 3, 14, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, "", true},
        }) {
     const int64_t oh =
         (cc.h + cc.pads[0] + cc.pads[2] - (cc.kh - 1) * cc.dilations[0] - 1) / cc.strides[0] + 1;

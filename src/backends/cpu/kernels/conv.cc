@@ -322,6 +322,7 @@ constexpr int64_t kWinogradMinInChannels = 48;
 // of kBf16WinogradMinMap and up (smaller maps leave F(2x2)'s tiles part-empty). Rule from the
 // bf16 variants of bench/kernels/conv_bench.cc: ResNet50 layer3, YOLO's 256to256 and VGG16
 // on Winograd, every other ResNet50, YOLO, Sweep and Small shape on the planes.
+constexpr int64_t kBf16MinDepth = 32;
 constexpr double kBf16WinogradMinH = 110.0;
 constexpr int64_t kBf16WinogradMinMap = 14;
 
@@ -355,9 +356,16 @@ class ConvKernel : public PreparedKernel {
       winograd_weights_ = *constant_w;
     // At bf16, convs with fewer output channels per group than the bf16 tile's rows stay
     // float32: converting each input element would feed only those few rows (RegNetY's 8-wide
-    // groups were 2x slower at bf16, bench/real_models regnet_y_400mf).
+    // groups were 2x slower at bf16, bench/real_models regnet_y_400mf). So do spatial convs of
+    // fewer than kBf16MinDepth products per output (3-channel 3x3 stems): bf16 halves their
+    // few k steps while the input's conversion and C's traffic stay (yolo_style_640's 640x640
+    // stem ran 1.7x slower at bf16; 1x1 convs of 16 channels still gain).
+    const bool shallow =
+        constant_w && constant_w->rank() == 4 && constant_w->dim(2) * constant_w->dim(3) > 1 &&
+        constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3) < kBf16MinDepth;
     if (bf16 && constant_w && constant_w->rank() == 4 && constant_w->dim(0) % group == 0 &&
-        !(constant_w->dim(1) == 1 && group > 1) && constant_w->dim(0) / group >= bf16->mr) {
+        !(constant_w->dim(1) == 1 && group > 1) && constant_w->dim(0) / group >= bf16->mr &&
+        !shallow) {
       // The float32 original stays for fallbacks (reads_constant_data).
       const int64_t out_c_group = constant_w->dim(0) / group;
       const int64_t k = constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3);
