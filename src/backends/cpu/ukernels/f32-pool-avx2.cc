@@ -95,6 +95,8 @@ void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n) {
 void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n) {
   pool_row<RowOp::kCopy>(x, stride, y, n);
 }
+constexpr size_t kPrefetchRowsMinWidth = 64;
+
 void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t pad_t, size_t pad_l,
                               float* y, size_t out_h, size_t out_w, float* row) {
   // row[i] = vertical max at input column i - pad_l, -inf outside the row: output column ow's
@@ -109,6 +111,18 @@ void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t p
     for (size_t ki = 0; ki < 3; ++ki) {
       const size_t ih = 2 * oh + ki;  // + pad_t offset: ih - pad_t is the input row
       if (ih >= pad_t && ih - pad_t < in_h) rows[count++] = x + (ih - pad_t) * in_w;
+    }
+    // The two input rows the next output row adds, requested now on wide planes: in a model
+    // the plane was just written by the conv before it and comes from L3, and three row
+    // streams per output row are more than the hardware prefetcher follows (Inception-v3's and
+    // ResNet-50's stem pools in bench/compare.py; narrow planes, a few lines per row, gained
+    // nothing).
+    for (size_t ki = 3; ki < 5 && in_w >= kPrefetchRowsMinWidth; ++ki) {
+      const size_t ih = 2 * oh + ki;
+      if (ih < pad_t || ih - pad_t >= in_h) continue;
+      const float* next = x + (ih - pad_t) * in_w;
+      for (size_t c = 0; c < in_w; c += 16) __builtin_prefetch(next + c, 0, 3);
+      __builtin_prefetch(next + in_w - 1, 0, 3);
     }
     size_t i = 0;
     for (; i + 8 <= in_w; i += 8) {
