@@ -12,6 +12,7 @@
 
 #include "backends/cpu/ukernels/avx512_lane_mask.h"
 #include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
+#include "backends/cpu/ukernels/f32_transpose_avx512.h"
 
 namespace peregrine::cpu::avx512bf16 {
 
@@ -209,25 +210,30 @@ void bf16_pack_b_32__avx512bf16(const float* src, size_t ld, size_t k, size_t co
 
 void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_t k,
                                 uint32_t* dst) {
-  const size_t kp = (k + 1) / 2;
-  // Each row converted to bf16 is its pairs in order; the panel is those rows transposed,
-  // 16 pairs (32 values) of a row at a time.
-  alignas(64) uint32_t row_pairs[16];
-  for (size_t i = 0; i < static_cast<size_t>(kMr); ++i) {
-    if (i >= rows) {
-      for (size_t q = 0; q < kp; ++q) dst[q * kMr + i] = 0;
-      continue;
+  // Each row converted to bf16 is its pairs in order; the panel is those rows transposed:
+  // per 16 pairs (32 values), the 14 rows' vectors of 16 pairs (two zero rows below) go
+  // through one 16x16 transpose of 32-bit elements, whose first 14 lanes per pair are the
+  // panel's next 16 x 14 uint32, contiguous. (A store per pair and row was 10% of the
+  // whisper_tiny_encoder run at bf16, bench/compare.py: its linear layers' activations.)
+  constexpr __mmask16 kPanelRow = (1u << kMr) - 1u;
+  for (size_t p = 0; p < k; p += 32) {
+    const size_t n = k - p < 32 ? k - p : 32;
+    const __mmask16 lo = avx512::first_lanes(n), hi = avx512::first_lanes(n > 16 ? n - 16 : 0);
+    __m512 r[16];
+    for (size_t i = 0; i < 16; ++i) {
+      if (i >= rows) {
+        r[i] = _mm512_setzero_ps();
+        continue;
+      }
+      const float* row = src + i * lda + p;
+      const __m512bh v =
+          _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, row + 16), _mm512_maskz_loadu_ps(lo, row));
+      r[i] = reinterpret_cast<const __m512&>(v);  // 16 pairs in order
     }
-    const float* r = src + i * lda;
-    for (size_t p = 0; p < k; p += 32) {
-      const size_t n = k - p < 32 ? k - p : 32;
-      const __mmask16 lo = avx512::first_lanes(n), hi = avx512::first_lanes(n > 16 ? n - 16 : 0);
-      const __m512 x0 = _mm512_maskz_loadu_ps(lo, r + p), x1 = _mm512_maskz_loadu_ps(hi, r + p + 16);
-      const __m512bh v = _mm512_cvtne2ps_pbh(x1, x0);  // 32 bf16 in order: 16 pairs
-      _mm512_store_si512(row_pairs, reinterpret_cast<const __m512i&>(v));
-      const size_t pairs = (n + 1) / 2;
-      for (size_t q = 0; q < pairs; ++q) dst[(p / 2 + q) * kMr + i] = row_pairs[q];
-    }
+    avx512::transpose16x16(r);  // r[q]: pair p / 2 + q of every row
+    const size_t pairs = (n + 1) / 2;
+    for (size_t q = 0; q < pairs; ++q)
+      _mm512_mask_storeu_ps(reinterpret_cast<float*>(dst + (p / 2 + q) * kMr), kPanelRow, r[q]);
   }
 }
 
