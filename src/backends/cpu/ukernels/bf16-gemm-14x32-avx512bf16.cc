@@ -24,6 +24,7 @@ constexpr int kMr = kBf16GemmMr;
 // kernel (bench/compare.py --precision bf16, BERT and ResNet-50).
 constexpr size_t kPrefetchPairs = 32;
 constexpr size_t kPrefetchAPairs = 96;
+constexpr size_t kPrefetchCMinLdc = 1024;  // floats: C rows a page apart
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 
@@ -56,20 +57,23 @@ void tile(size_t cols, size_t kp, const uint32_t* a, B b, float* c, size_t ldc, 
   constexpr size_t kRowStep = kPackedA ? 1 : kBf16GemmRowPairs;
   const __mmask16 m0 = avx512::first_lanes(cols),
                   m1 = avx512::first_lanes(cols > 16 ? cols - 16 : 0);
-  // The tile's C rows (and its residual's) lie a whole C row apart, on a wide map too many
-  // streams for the hardware prefetcher: requested before the K loop, they arrive while it
-  // runs instead of missing at the store (ResNet-50's 56x56 1x1 convs, bench/compare.py
-  // --precision bf16).
+  // The tile's C rows (and its residual's) lie a whole C row apart, on a wide map (a page
+  // or more) too many streams for the hardware prefetcher: requested before the K loop, they
+  // arrive while it runs instead of missing at the store (ResNet-50's 56x56 1x1 convs,
+  // bench/compare.py --precision bf16). Closer rows (an attention's score block, small maps)
+  // are left to the hardware.
+  if (ldc >= kPrefetchCMinLdc) {
 #pragma GCC unroll 14
-  for (int i = 0; i < R; ++i) {
-    __builtin_prefetch(c + i * ldc, 1, 3);
-    __builtin_prefetch(c + i * ldc + cols - 1, 1, 3);
-  }
-  if (ep && ep->residual)
     for (int i = 0; i < R; ++i) {
-      __builtin_prefetch(ep->residual + i * ep->ldr, 0, 3);
-      __builtin_prefetch(ep->residual + i * ep->ldr + cols - 1, 0, 3);
+      __builtin_prefetch(c + i * ldc, 1, 3);
+      __builtin_prefetch(c + i * ldc + cols - 1, 1, 3);
     }
+    if (ep && ep->residual)
+      for (int i = 0; i < R; ++i) {
+        __builtin_prefetch(ep->residual + i * ep->ldr, 0, 3);
+        __builtin_prefetch(ep->residual + i * ep->ldr + cols - 1, 0, 3);
+      }
+  }
   __m512 acc0[R], acc1[R];
 #pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
