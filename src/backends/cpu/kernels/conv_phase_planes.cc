@@ -185,23 +185,27 @@ struct Bf16PlanesGemm {
   }
 };
 
-// Output pixels of grid columns [c0, c1) of C row `o` (at `src`) into Y's row `o`, with `post`
-// (the residual and activation the tiles left) applied to each run of pixels copied.
+// Output pixels of grid columns [c0, c1) of C rows [r0, r1) (row o at c + o * ldc) into Y,
+// with `post` (the residual and activation the tiles left) applied to each run of pixels
+// copied. ph, pitch: the plane's, computed once per conv (per row they were 3% of a 55x55
+// conv's time).
 template <class Gemm>
-void compact_columns(const Gemm& gemm, const PhasePlanesConvShape& s, const float* src, int64_t o,
-                     int64_t c0, int64_t c1, float* y, const GemmEpilogue& post) {
-  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s);
+void compact_chunk(const Gemm& gemm, const PhasePlanesConvShape& s, int64_t ph, int64_t pitch,
+                   const float* c, int64_t ldc, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                   float* y, const GemmEpilogue& post) {
   const int64_t pixels = s.out_d * s.out_h * s.out_w;
   for (int64_t g = c0 / pitch; g * pitch < c1; ++g) {  // grid rows the columns cross
     const int64_t oh = g % ph, od = g / ph;
     const int64_t lo = std::max(c0, g * pitch), hi = std::min(c1, g * pitch + s.out_w);
     if (oh >= s.out_h || lo >= hi) continue;  // a 3-D conv's dropped rows, a row's tail
     const int64_t pixel = (od * s.out_h + oh) * s.out_w + (lo - g * pitch);
-    float* dst = y + o * pixels + pixel;
-    std::memcpy(dst, src + (lo - c0), static_cast<size_t>(hi - lo) * sizeof(float));
-    if (!post.empty())
-      gemm.epilogue()(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(hi - lo),
-                      static_cast<size_t>(o), static_cast<size_t>(pixel), post);
+    for (int64_t o = r0; o < r1; ++o) {
+      float* dst = y + o * pixels + pixel;
+      std::memcpy(dst, c + o * ldc + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+      if (!post.empty())
+        gemm.epilogue()(dst, static_cast<size_t>(pixels), 1, static_cast<size_t>(hi - lo),
+                        static_cast<size_t>(o), static_cast<size_t>(pixel), post);
+    }
   }
 }
 
@@ -212,6 +216,7 @@ void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_r
                  const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep, int num_threads) {
   const int64_t m = s.out_c, n = grid_columns(s);
   const int64_t pixels = s.out_d * s.out_h * s.out_w;
+  const int64_t ph = phase_plane_h(s), pitch = phase_plane_pitch(s);
 
   // Straight into Y with the whole epilogue, or, where grid columns are dropped, each task's
   // C chunk into a buffer of its own, compacted into Y as soon as the chunk is done (while it
@@ -289,9 +294,7 @@ void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_r
         }
       }
     }
-    if (!direct)
-      for (int64_t o = r0; o < r1; ++o)
-        compact_columns(gemm, s, c + o * ldc + c0, o, c0, c1, y, post_ep);
+    if (!direct) compact_chunk(gemm, s, ph, pitch, c, ldc, r0, r1, c0, c1, y, post_ep);
   };
   cpu_thread_pool().parallel_for(tasks, num_threads, task);
 }
