@@ -383,6 +383,39 @@ TEST(VectorUkernels, MaxPool3x3s2PlaneMatchesNaiveLoop) {
   if (levels == 0) GTEST_SKIP() << "no ISA level with max_pool_3x3s2 on this CPU";
 }
 
+// pool_2x2s2 (where a level has it) against a naive loop, max and mean: planes 2 to 113 wide
+// (full vectors, element tails, an unused last column), the input ending at a guard page and
+// the output exactly out_h x out_w (a guard page after it).
+TEST(VectorUkernels, Pool2x2s2PlaneMatchesNaiveLoop) {
+  const std::pair<size_t, size_t> sizes[] = {{2, 2},  {3, 3},  {4, 16},  {5, 17},
+                                             {8, 33}, {9, 34}, {56, 56}, {7, 113}};
+  int levels = 0;
+  for (const VectorUkernels* uk : all_tables()) {
+    if (!uk->pool_2x2s2) continue;
+    ++levels;
+    for (const auto& [h, w] : sizes)
+      for (bool max : {true, false}) {
+        SCOPED_TRACE(std::string(isa_name(uk->isa)) + " " + std::to_string(h) + "x" +
+                     std::to_string(w) + (max ? " max" : " mean"));
+        const size_t oh = h / 2, ow = w / 2;
+        GuardedBuffer x(h * w);
+        std::vector<float> xv = random_floats(h * w, 29, -2, 2);
+        std::copy(xv.begin(), xv.end(), x.data());
+        GuardedBuffer y(oh * ow);
+        uk->pool_2x2s2(x.data(), w, y.data(), oh, ow, max);
+        for (size_t i = 0; i < oh; ++i)
+          for (size_t j = 0; j < ow; ++j) {
+            const float a = xv[2 * i * w + 2 * j], b = xv[2 * i * w + 2 * j + 1];
+            const float c = xv[(2 * i + 1) * w + 2 * j], d = xv[(2 * i + 1) * w + 2 * j + 1];
+            const float want =
+                max ? std::max(std::max(a, b), std::max(c, d)) : ((a + b) + (c + d)) * 0.25f;
+            ASSERT_NEAR(y.data()[i * ow + j], want, max ? 0.0f : 1e-6f) << "at " << i << "," << j;
+          }
+      }
+  }
+  if (levels == 0) GTEST_SKIP() << "no ISA level with pool_2x2s2 on this CPU";
+}
+
 // --- Op kernels through the executor, against the reference backend.
 
 using testing::compare_with_reference;

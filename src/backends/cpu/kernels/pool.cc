@@ -12,6 +12,8 @@
 //     other ranks and dtypes go to the reference.
 //     Stride 1, dilation 1 (Inception branch pools, YOLO's SPPF) takes the vector table's
 //     one-call-per-plane kernel where the ISA has one (pool_s1: rows, then KW neighbours).
+//     2x2 / 2 with every window inside the plane takes the vector table's one-call-per-plane
+//     kernel where the ISA has one (both rows combined, then each pair of columns).
 //     MaxPool 3x3 / 2 with top / left pads <= 1 (CNN stems) takes the vector table's one-call-per-
 //     plane kernel where the ISA has one (vertical max of three rows, then three neighbours at
 //     every other column).
@@ -119,6 +121,19 @@ class WindowPoolKernel : public PreparedKernel {
     float* py = y.data<float>();
     const bool stem_3x3s2 = max_ && uk_.max_pool_3x3s2 && kh == 3 && kw == 3 && sh == 2 &&
                             sw == 2 && dh == 1 && dw == 1 && pad_t <= 1 && pad_l <= 1;
+    // 2x2 / 2 with every window inside the plane (DenseNet's transitions, VGG / UNet / GoogLeNet
+    // downsampling): one call per plane, no padding or partial windows to count (the whole-plane
+    // window kernel computed the window at all four times the positions it keeps, and the rows
+    // made four calls per output row).
+    if (uk_.pool_2x2s2 && kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 &&
+        pad_t == 0 && pad_l == 0 && 2 * out_h <= in_h && 2 * out_w <= in_w) {
+      auto plane_2x2s2 = [&](int64_t p, int) {
+        uk_.pool_2x2s2(px + p * in_h * in_w, static_cast<size_t>(in_w), py + p * out_h * out_w,
+                       static_cast<size_t>(out_h), static_cast<size_t>(out_w), max_);
+      };
+      cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_2x2s2);
+      return Status::ok();
+    }
     // Narrow planes through the whole-plane kernel, wider ones row by row, whose per-row cost
     // is spread over enough columns (GoogLeNet's, Inception-v3's and DenseNet-121's pools): a
     // strided pool there computes every window and samples them, which pays up to a width

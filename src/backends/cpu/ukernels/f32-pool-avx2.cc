@@ -26,6 +26,12 @@ inline __m256 even_lanes(__m256 lo, __m256 hi) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+// The odd elements of the 16 floats lo, hi: lo[1], lo[3], ..., hi[7].
+inline __m256 odd_lanes(__m256 lo, __m256 hi) {
+  const __m256 t = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
 // x[0], x[2], ..., x[14] of 16 contiguous floats.
 inline __m256 load_even(const float* x) {
   return even_lanes(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
@@ -145,6 +151,36 @@ void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t p
       _mm256_storeu_ps(out + j, m);
     }
     for (; j < out_w; ++j) out[j] = std::max(std::max(row[2 * j], row[2 * j + 1]), row[2 * j + 2]);
+  }
+}
+
+void f32_pool_2x2s2__avx2(const float* x, size_t in_w, float* y, size_t out_h, size_t out_w,
+                          bool max) {
+  // Per output row: the two input rows combined, then each pair of columns; 8 outputs per step
+  // from 16 columns of each row. The last outputs (fewer than 8) one by one: a masked store is
+  // slow on AMD.
+  const __m256 quarter = _mm256_set1_ps(0.25f);
+  auto combine = [max](__m256 a, __m256 b) {
+    return max ? _mm256_max_ps(a, b) : _mm256_add_ps(a, b);
+  };
+  for (size_t oh = 0; oh < out_h; ++oh) {
+    const float* r0 = x + 2 * oh * in_w;
+    const float* r1 = r0 + in_w;
+    float* out = y + oh * out_w;
+    size_t j = 0;
+    for (; j + 8 <= out_w; j += 8) {
+      const __m256 lo = combine(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j));
+      const __m256 hi = combine(_mm256_loadu_ps(r0 + 2 * j + 8), _mm256_loadu_ps(r1 + 2 * j + 8));
+      __m256 v = combine(even_lanes(lo, hi), odd_lanes(lo, hi));
+      if (!max) v = _mm256_mul_ps(v, quarter);
+      _mm256_storeu_ps(out + j, v);
+    }
+    for (; j < out_w; ++j) {
+      const float* a = r0 + 2 * j;
+      const float* b = r1 + 2 * j;
+      out[j] = max ? std::max(std::max(a[0], a[1]), std::max(b[0], b[1]))
+                   : ((a[0] + a[1]) + (b[0] + b[1])) * 0.25f;
+    }
   }
 }
 

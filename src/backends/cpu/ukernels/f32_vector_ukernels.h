@@ -64,6 +64,10 @@ using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t 
 using F32MaxPool3x3s2Fn = void (*)(const float* x, size_t in_h, size_t in_w, size_t pad_t,
                                    size_t pad_l, float* y, size_t out_h, size_t out_w, float* row);
 inline size_t max_pool_3x3s2_scratch_floats(size_t in_w) { return in_w + 40; }
+// 2x2 pooling with stride 2 of one plane, every window inside it (2 out_h <= in_h, 2 out_w <=
+// in_w, no pads): y = the max of each window, or its mean (max false).
+using F32Pool2x2s2Fn = void (*)(const float* x, size_t in_w, float* y, size_t out_h, size_t out_w,
+                                bool max);
 // Stride-1, dilation-1 pooling of one plane (in_h, in_w) into (out_h, out_w), any KH x KW with
 // pads < the kernel (the end pads implied by out_h / out_w; every window has an in-bounds tap):
 // per output row, the max (or sum) of its in-bounds input rows into a padded row, then of KW
@@ -105,6 +109,7 @@ struct VectorUkernels {
   F32PoolRowFn add_row;
   F32CopyRowFn copy_row;
   F32MaxPool3x3s2Fn max_pool_3x3s2;  // nullptr: none at this level (the generic rows)
+  F32Pool2x2s2Fn pool_2x2s2;         // nullptr: none at this level (the generic rows)
   F32PoolStride1Fn pool_s1;          // nullptr: none at this level (the generic rows)
   F32WindowPlanesFn window_planes;   // nullptr: none at this level (the kernels above)
   F32ReduceFn reduce_max;
@@ -163,6 +168,8 @@ void f32_add_row__avx2(const float* x, size_t stride, float* acc, size_t n);
 void f32_copy_row__avx2(const float* x, size_t stride, float* y, size_t n);
 void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t pad_t, size_t pad_l,
                               float* y, size_t out_h, size_t out_w, float* row);
+void f32_pool_2x2s2__avx2(const float* x, size_t in_w, float* y, size_t out_h, size_t out_w,
+                          bool max);
 void f32_pool_s1__avx2(const float* x, size_t in_h, size_t in_w, size_t kh, size_t kw,
                        size_t pad_t, size_t pad_l, float* y, size_t out_h, size_t out_w, bool max,
                        float* row);
