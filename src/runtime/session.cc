@@ -1,10 +1,8 @@
 #include "peregrine/session.h"
 
-#include <cstdlib>
 #include <functional>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/kernel_table.h"
 #include "backends/reference/reference_backend.h"
@@ -13,6 +11,7 @@
 #include "importer/onnx/onnx_importer.h"
 #include "passes/assign_precision.h"
 #include "passes/pipelines.h"
+#include "runtime/backend_registry.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/type_inference.h"
@@ -39,21 +38,6 @@ IoInfo io_info(const ir::Graph& g, const std::string& name) {
     info.dim_names.resize(info.shape.size());
   }
   return info;
-}
-
-// The backends a plan tries, in order (first that supports a node wins).
-Expected<std::vector<const Backend*>> select_backends(const SessionOptions& options) {
-  std::string name = options.backend;
-  if (name.empty()) {
-    const char* env = std::getenv("PEREGRINE_BACKEND");
-    name = env && *env ? env : "cpu";
-  }
-  if (name == "reference") return std::vector<const Backend*>{&reference_backend()};
-  if (name == "cpu") {
-    PG_RETURN_IF_ERROR(cpu::selected_isa().status());  // an invalid PEREGRINE_ISA
-    return std::vector<const Backend*>{&cpu_backend(), &reference_backend()};
-  }
-  return invalid_input("backend '" + name + "': expected cpu or reference");
 }
 
 // The graph compiler's pipeline for the chosen level, then the session's precision onto the
@@ -198,7 +182,7 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
   }
   for (const auto& [name, profile] : options.shape_profiles)
     PG_RETURN_IF_ERROR(check_shape_profile(g, name, profile));
-  PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, select_backends(options));
+  PG_ASSIGN_OR_RETURN(std::vector<const Backend*> backends, backends_for(options.backend));
   PG_RETURN_IF_ERROR(check_precision(options, backends));
   // The outputs' symbolic dim names as the model declares them (inference may drop them).
   std::map<std::string, std::vector<std::string>> declared_dim_names;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "runtime/backend_registry.h"
+
 namespace peregrine::cli {
 
 void Args::flag(const std::string& name, const std::string& help, bool repeated) {
@@ -115,7 +117,7 @@ void add_engine_flags(Args* args) {
   args->flag("opt-level", "graph optimization level 0..3 (also -O0..-O3; default 2): 0 none, "
                           "1 cleanup, 2 cleanup + fusion, 3 = 2 + NHWC conv layout");
   args->flag("disable-pass", "NAME: skip a graph pass (repeatable; see 'peregrine compile --help')", true);
-  args->flag("backend", "cpu (optimized kernels, reference for the rest; default) or reference");
+  args->flag("backend", backend_choices_text());
   args->flag("threads", "worker threads (default: 1)");
   args->flag("precision", "compute precision of Conv / ConvTranspose / MatMul / Gemm nodes: fp32 "
                           "(default) or bf16 (AVX512_BF16; the rest stays fp32)");
@@ -150,10 +152,8 @@ Status parse_engine_flags(const Args& args, SessionOptions* options) {
   }
   options->keep_fp32 = args.get_all("keep-fp32");
   if (args.has("backend")) {
-    std::string b = args.get("backend");
-    if (b != "cpu" && b != "reference")
-      return invalid_input("--backend must be 'cpu' or 'reference', got '" + b + "'");
-    options->backend = b;
+    options->backend = args.get("backend");
+    PG_RETURN_IF_ERROR(backends_for(options->backend).status());  // names the known ones
   }
   if (args.has("memory-limit")) {
     PG_ASSIGN_OR_RETURN(int64_t limit, parse_size(args.get("memory-limit"), "memory-limit"));
