@@ -5,35 +5,19 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
+#include "cpu_test_util.h"
 
 namespace peregrine {
 namespace {
 
 // PEREGRINE_BACKEND set (or unset: nullptr) for one scope.
-class ScopedBackendEnv {
+class ScopedBackendEnv : public cpu::testing::ScopedEnv {
  public:
-  explicit ScopedBackendEnv(const char* value) {
-    if (const char* old = std::getenv("PEREGRINE_BACKEND")) old_ = old, had_ = true;
-    if (value)
-      setenv("PEREGRINE_BACKEND", value, 1);
-    else
-      unsetenv("PEREGRINE_BACKEND");
-  }
-  ~ScopedBackendEnv() {
-    if (had_)
-      setenv("PEREGRINE_BACKEND", old_.c_str(), 1);
-    else
-      unsetenv("PEREGRINE_BACKEND");
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
+  explicit ScopedBackendEnv(const char* value) : ScopedEnv("PEREGRINE_BACKEND", value) {}
 };
 
 TEST(BackendRegistry, ListsTheChoicesDefaultFirst) {

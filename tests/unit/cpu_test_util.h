@@ -59,23 +59,34 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
-// PEREGRINE_CONV_ALGO set for one scope (read when a kernel is prepared).
-class ScopedConvAlgo {
+// An environment variable set (or, value nullptr, unset) for one scope, restored after.
+class ScopedEnv {
  public:
-  explicit ScopedConvAlgo(const char* value) {
-    if (const char* old = std::getenv("PEREGRINE_CONV_ALGO")) old_ = old, had_ = true;
-    setenv("PEREGRINE_CONV_ALGO", value, 1);
-  }
-  ~ScopedConvAlgo() {
-    if (had_)
-      setenv("PEREGRINE_CONV_ALGO", old_.c_str(), 1);
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value)
+      setenv(name, value, 1);
     else
-      unsetenv("PEREGRINE_CONV_ALGO");
+      unsetenv(name);
   }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
-  std::string old_;
+  std::string name_, old_;
   bool had_ = false;
+};
+
+// PEREGRINE_CONV_ALGO set for one scope (read when a kernel is prepared).
+class ScopedConvAlgo : public ScopedEnv {
+ public:
+  explicit ScopedConvAlgo(const char* value) : ScopedEnv("PEREGRINE_CONV_ALGO", value) {}
 };
 
 }  // namespace peregrine::cpu::testing
