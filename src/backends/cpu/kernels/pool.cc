@@ -155,32 +155,51 @@ class WindowPoolKernel : public PreparedKernel {
       cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_3x3s2);
       return Status::ok();
     }
+    const int64_t planes = x.dim(0) * x.dim(1);
+    if (uk_.pool_s1 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && pad_t < kh && pad_l < kw)
+      return run_stride1(px, planes, g, in_h, in_w, count_include_pad != 0, py, ctx.num_threads());
+    return run_rows(px, planes, g, in_h, in_w, count_include_pad != 0, py, ctx.num_threads());
+  }
+
+ private:
+  // Stride 1 (Inception / GoogLeNet branch pools, YOLO's SPPF) in one call per plane: the
+  // generic passes make H * KW + OH * KH row calls, each with a scalar tail on small maps.
+  // Averages without the padding: each output's divisor (window rows inside times window
+  // columns inside) once per run, so each plane is one vectorizable division pass instead of a
+  // division per element with its divisor recomputed (Inception-v3's branch pools).
+  Status run_stride1(const float* px, int64_t planes, const WindowGeometry& g, int64_t in_h,
+                     int64_t in_w, bool count_include_pad, float* py, int num_threads) {
+    const int64_t out_h = g.output[0], out_w = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
+    const int64_t pad_t = g.pads_begin[0], pad_l = g.pads_begin[1];
     const float kernel_size = static_cast<float>(kh * kw);
-    if (uk_.pool_s1 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && pad_t < kh && pad_l < kw) {
-      // Averages without the padding: each output's divisor (window rows inside times window
-      // columns inside) once per run, so each plane is one vectorizable division pass instead
-      // of a division per element with its divisor recomputed (Inception-v3's branch pools).
-      const bool exclude_pad = !max_ && count_include_pad == 0;
-      if (exclude_pad) fill_plane_divisor();
-      const float* divisor = plane_divisor_.data();
-      // Stride 1 (Inception / GoogLeNet branch pools, YOLO's SPPF) in one call per plane: the
-      // generic passes make H * KW + OH * KH row calls, each with a scalar tail on small maps.
-      const size_t row_floats =
-          pool_s1_scratch_floats(static_cast<size_t>(out_w), static_cast<size_t>(kw));
-      auto plane_s1 = [&](int64_t p, int) {
-        float* out = py + p * out_h * out_w;
-        uk_.pool_s1(px + p * in_h * in_w, static_cast<size_t>(in_h), static_cast<size_t>(in_w),
-                    static_cast<size_t>(kh), static_cast<size_t>(kw), static_cast<size_t>(pad_t),
-                    static_cast<size_t>(pad_l), out, static_cast<size_t>(out_h),
-                    static_cast<size_t>(out_w), max_, thread_scratch(row_floats));
-        if (exclude_pad)
-          divide(out, divisor, out_h * out_w);
-        else if (!max_)  // the padding counts: every window divides by the kernel size
-          for (int64_t i = 0; i < out_h * out_w; ++i) out[i] *= 1.0f / kernel_size;
-      };
-      cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_s1);
-      return Status::ok();
-    }
+    const bool exclude_pad = !max_ && !count_include_pad;
+    if (exclude_pad) fill_plane_divisor();
+    const float* divisor = plane_divisor_.data();
+    const size_t row_floats =
+        pool_s1_scratch_floats(static_cast<size_t>(out_w), static_cast<size_t>(kw));
+    auto plane_s1 = [&](int64_t p, int) {
+      float* out = py + p * out_h * out_w;
+      uk_.pool_s1(px + p * in_h * in_w, static_cast<size_t>(in_h), static_cast<size_t>(in_w),
+                  static_cast<size_t>(kh), static_cast<size_t>(kw), static_cast<size_t>(pad_t),
+                  static_cast<size_t>(pad_l), out, static_cast<size_t>(out_h),
+                  static_cast<size_t>(out_w), max_, thread_scratch(row_floats));
+      if (exclude_pad)
+        divide(out, divisor, out_h * out_w);
+      else if (!max_)  // the padding counts: every window divides by the kernel size
+        for (int64_t i = 0; i < out_h * out_w; ++i) out[i] *= 1.0f / kernel_size;
+    };
+    cpu_thread_pool().parallel_for(planes, num_threads, plane_s1);
+    return Status::ok();
+  }
+
+  // Any window, separable, per plane: pass 1 reduces each input row at the output column
+  // positions into an (H, OW) scratch, pass 2 reduces KH of its rows into each output row.
+  Status run_rows(const float* px, int64_t planes, const WindowGeometry& g, int64_t in_h,
+                  int64_t in_w, bool count_include_pad, float* py, int num_threads) {
+    const int64_t out_h = g.output[0], out_w = g.output[1], kh = g.kernel[0], kw = g.kernel[1];
+    const int64_t sh = g.strides[0], sw = g.strides[1], dh = g.dilations[0], dw = g.dilations[1];
+    const int64_t pad_t = g.pads_begin[0], pad_l = g.pads_begin[1];
+    const float kernel_size = static_cast<float>(kh * kw);
     const float init = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     const F32PoolRowFn combine = max_ ? uk_.max_row : uk_.add_row;
     auto plane_task = [&](int64_t p, int) {
@@ -210,14 +229,13 @@ class WindowPoolKernel : public PreparedKernel {
           ++rows_in;
           combine(h + ih * out_w, 1, out_row, static_cast<size_t>(out_w));
         }
-        if (!max_) scale_row(out_row, out_w, rows_in, kernel_size, count_include_pad != 0);
+        if (!max_) scale_row(out_row, out_w, rows_in, kernel_size, count_include_pad);
       }
     };
-    cpu_thread_pool().parallel_for(x.dim(0) * x.dim(1), ctx.num_threads(), plane_task);
+    cpu_thread_pool().parallel_for(planes, num_threads, plane_task);
     return Status::ok();
   }
 
- private:
   // MaxPool of uint8 / int8 values (a quantized model's pool, fuse_qdq_max_pool): one
   // micro-kernel call per output row, given the window's rows inside the image.
   Status run_8bit(const Tensor& x, const WindowGeometry& g, Tensor& y, int num_threads) const {
