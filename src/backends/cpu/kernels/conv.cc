@@ -317,12 +317,14 @@ constexpr double kTapwiseMaxUsefulFraction = 0.75;
 constexpr int64_t kWinogradMinOutChannels = 64;
 constexpr int64_t kWinogradMinInChannels = 48;
 
+// Spatial convs of fewer products per output stay float32 at bf16 (ConvKernel's constructor).
+constexpr int64_t kBf16MinDepth = 32;
+
 // At bf16 the phase planes (their B converted once per run, K in pairs of channels) beat
 // Winograd F(2x2) but where the channels are many for the map: h >= kBf16WinogradMinH on maps
 // of kBf16WinogradMinMap and up (smaller maps leave F(2x2)'s tiles part-empty). Rule from the
 // bf16 variants of bench/kernels/conv_bench.cc: ResNet50 layer3, YOLO's 256to256 and VGG16
 // on Winograd, every other ResNet50, YOLO, Sweep and Small shape on the planes.
-constexpr int64_t kBf16MinDepth = 32;
 constexpr double kBf16WinogradMinH = 110.0;
 constexpr int64_t kBf16WinogradMinMap = 14;
 

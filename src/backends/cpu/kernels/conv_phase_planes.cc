@@ -83,6 +83,17 @@ void for_each_plane_row(const float* xc, const PhasePlanesConvShape& s, T* plane
   }
 }
 
+// dst[u] = src[u * stride] for u < count: a phase's columns of an input row.
+void gather_columns(const float* src, int64_t stride, int64_t count, float* dst,
+                    F32CopyRowFn copy_row) {
+  if (stride == 1)
+    std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
+  else if (stride == 2)
+    copy_row(src, 2, dst, static_cast<size_t>(count));
+  else
+    for (int64_t u = 0; u < count; ++u) dst[u] = src[u * stride];
+}
+
 // Copies channel ci of x into its stride_d * stride_h * stride_w zero-padded phase planes.
 void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, float* planes) {
   const int64_t pw = phase_plane_w(s), sw = s.stride_w;
@@ -96,12 +107,7 @@ void build_planes(const float* x, const PhasePlanesConvShape& s, int64_t ci, flo
                          return;
                        }
                        std::fill(dst, dst + lo, 0.0f);
-                       if (sw == 1)
-                         std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(float));
-                       else if (sw == 2)
-                         copy_row(src, 2, dst + lo, static_cast<size_t>(hi - lo));
-                       else
-                         for (int64_t u = lo; u < hi; ++u) dst[u] = src[(u - lo) * sw];
+                       gather_columns(src, sw, hi - lo, dst + lo, copy_row);
                        std::fill(dst + hi, dst + pw, 0.0f);
                      });
 }
@@ -299,18 +305,25 @@ void planes_gemm(const Gemm& gemm, const typename Gemm::Row* b_rows, int64_t k_r
   cpu_thread_pool().parallel_for(tasks, num_threads, task);
 }
 
-// Elements of one tap's offset into its phase's plane.
-int64_t tap_offset(const PhasePlanesConvShape& s, int64_t kz, int64_t ki, int64_t kj) {
-  const int64_t dz = kz * s.dil_d, dy = ki * s.dil_h, dx = kj * s.dil_w;
-  return ((dz / s.stride_d) * phase_plane_h(s) + dy / s.stride_h) * phase_plane_pitch(s) +
-         dx / s.stride_w;
-}
-
-// The phase of a tap: which of a channel's stride_d * stride_h * stride_w planes it reads.
-int64_t tap_phase(const PhasePlanesConvShape& s, int64_t kz, int64_t ki, int64_t kj) {
-  return (((kz * s.dil_d) % s.stride_d) * s.stride_h + (ki * s.dil_h) % s.stride_h) * s.stride_w +
-         (kj * s.dil_w) % s.stride_w;
-}
+// Where B row (channel c, tap (kz, ki, kj)) starts, in elements from the first plane: channel
+// c's plane of the tap's phase, at the tap's offset into it. The plane geometry is computed
+// once per conv, not per row (the pitch is a loop over the column phases).
+struct TapRows {
+  const PhasePlanesConvShape& s;
+  int64_t ph, pitch, plane;
+  explicit TapRows(const PhasePlanesConvShape& shape)
+      : s(shape),
+        ph(phase_plane_h(shape)),
+        pitch(phase_plane_pitch(shape)),
+        plane(plane_floats(shape)) {}
+  int64_t offset(int64_t c, int64_t kz, int64_t ki, int64_t kj) const {
+    const int64_t dz = kz * s.dil_d, dy = ki * s.dil_h, dx = kj * s.dil_w;
+    const int64_t phase =
+        ((dz % s.stride_d) * s.stride_h + dy % s.stride_h) * s.stride_w + dx % s.stride_w;
+    return (c * phases(s) + phase) * plane + ((dz / s.stride_d) * ph + dy / s.stride_h) * pitch +
+           dx / s.stride_w;
+  }
+};
 
 int64_t channel_pairs(const PhasePlanesConvShape& s) { return ceil_div(s.in_c, 2); }
 
@@ -334,16 +347,10 @@ void build_pair_planes(const float* x, const PhasePlanesConvShape& s, int64_t cp
     const float* src1 = second ? src0 + channel_floats : nullptr;
     const int64_t count = hi - lo;
     if (sw != 1) {  // the phase's columns gathered first
-      auto gather = [&](const float* src, float* out) {
-        if (sw == 2)
-          copy_row(src, 2, out, static_cast<size_t>(count));
-        else
-          for (int64_t u = 0; u < count; ++u) out[u] = src[u * sw];
-      };
-      gather(src0, row);
+      gather_columns(src0, sw, count, row, copy_row);
       src0 = row;
       if (second) {
-        gather(src1, row + pw);
+        gather_columns(src1, sw, count, row + pw, copy_row);
         src1 = row + pw;
       }
     }
@@ -360,7 +367,6 @@ void build_pair_planes(const float* x, const PhasePlanesConvShape& s, int64_t cp
 void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, const float* x,
                        const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
                        float* scratch, int num_threads) {
-  const int64_t plane = plane_floats(s);
   const int64_t k = s.in_c * s.kd * s.kh * s.kw;
   float* planes = scratch;
   cpu_thread_pool().parallel_for(s.in_c, num_threads,
@@ -369,13 +375,12 @@ void conv_phase_planes(const GemmKernelInfo& kernel, const PackedMatrix& w, cons
   // B row (ci, kz, ki, kj): its plane at the tap's offset. Shared by every task.
   thread_local std::vector<const float*> rows;
   rows.resize(static_cast<size_t>(k + 8));
+  const TapRows taps(s);
   for (int64_t ci = 0, r = 0; ci < s.in_c; ++ci)
     for (int64_t kz = 0; kz < s.kd; ++kz)
       for (int64_t ki = 0; ki < s.kh; ++ki)
         for (int64_t kj = 0; kj < s.kw; ++kj, ++r)
-          rows[static_cast<size_t>(r)] = planes +
-                                         (ci * phases(s) + tap_phase(s, kz, ki, kj)) * plane +
-                                         tap_offset(s, kz, ki, kj);
+          rows[static_cast<size_t>(r)] = planes + taps.offset(ci, kz, ki, kj);
   std::fill(rows.begin() + k, rows.end(), rows[0]);
   planes_gemm(F32PlanesGemm{kernel, w}, rows.data(), k, s, y, ep, num_threads);
 }
@@ -391,7 +396,7 @@ int64_t phase_planes_bf16_depth(const PhasePlanesConvShape& s) {
 Bf16PackedMatrix pack_phase_planes_bf16_weights(const Bf16GemmKernelInfo& kernel, const float* w,
                                                 const PhasePlanesConvShape& s) {
   const int64_t taps = s.kd * s.kh * s.kw, even_c = 2 * channel_pairs(s);
-  const int64_t depth = taps * even_c;
+  const int64_t depth = phase_planes_bf16_depth(s);
   std::vector<float> reordered(static_cast<size_t>(s.out_c * depth), 0.0f);
   for (int64_t o = 0; o < s.out_c; ++o)
     for (int64_t ci = 0; ci < s.in_c; ++ci)
@@ -411,8 +416,8 @@ void conv_phase_planes_bf16(const Bf16GemmKernelInfo& kernel, const Bf16PackedMa
                             F32GemmEpilogueFn epilogue, const float* x,
                             const PhasePlanesConvShape& s, float* y, const GemmEpilogue& ep,
                             float* scratch, int num_threads) {
-  const int64_t plane = plane_floats(s), pairs = channel_pairs(s);
-  const int64_t kp = s.kd * s.kh * s.kw * pairs;
+  const int64_t pairs = channel_pairs(s);
+  const int64_t kp = phase_planes_bf16_depth(s) / 2;
   uint32_t* planes = reinterpret_cast<uint32_t*>(scratch);
   const int64_t pw = phase_plane_w(s);
   cpu_thread_pool().parallel_for(pairs, num_threads, [&](int64_t cp, int) {
@@ -424,13 +429,12 @@ void conv_phase_planes_bf16(const Bf16GemmKernelInfo& kernel, const Bf16PackedMa
   // B pair row (kz, ki, kj, cp): the pair planes of channels 2 cp, 2 cp + 1 at the tap's offset.
   thread_local std::vector<const uint32_t*> rows;
   rows.resize(static_cast<size_t>(kp + 8));
+  const TapRows taps(s);
   for (int64_t kz = 0, q = 0; kz < s.kd; ++kz)
     for (int64_t ki = 0; ki < s.kh; ++ki)
       for (int64_t kj = 0; kj < s.kw; ++kj)
         for (int64_t cp = 0; cp < pairs; ++cp, ++q)
-          rows[static_cast<size_t>(q)] = planes +
-                                         (cp * phases(s) + tap_phase(s, kz, ki, kj)) * plane +
-                                         tap_offset(s, kz, ki, kj);
+          rows[static_cast<size_t>(q)] = planes + taps.offset(cp, kz, ki, kj);
   std::fill(rows.begin() + kp, rows.end(), rows[0]);
   planes_gemm(Bf16PlanesGemm{kernel, w, epilogue}, rows.data(), kp, s, y, ep, num_threads);
 }
