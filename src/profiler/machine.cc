@@ -25,6 +25,7 @@
 #include "backends/cpu/cpu_features.h"
 #include "core/file_io.h"
 #include "core/json_text.h"
+#include "core/json_value.h"
 #include "core/utc_time.h"
 #include "profiler/machine_kernels.h"
 
@@ -492,160 +493,6 @@ std::string json_array(const std::vector<double>& v) {
   return o + "]";
 }
 
-// A small JSON reader, enough for the cache file (objects, arrays, strings, numbers, literals).
-struct Json {
-  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject } type = Type::kNull;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<Json> array;
-  // An object's members: keys[i] names values[i] (clang refuses a vector of pairs holding Json
-  // inside Json's own definition, where Json is still incomplete).
-  std::vector<std::string> keys;
-  std::vector<Json> values;
-
-  const Json* get(const std::string& key) const {
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] == key) return &values[i];
-    return nullptr;
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& text) : s_(text) {}
-
-  Expected<Json> parse_document() {
-    Json v;
-    PG_RETURN_IF_ERROR(parse_value(&v, 0));
-    skip_space();
-    if (pos_ != s_.size()) return fail("trailing characters");
-    return v;
-  }
-
- private:
-  Status fail(const std::string& what) const {
-    return invalid_input("malformed JSON at offset " + std::to_string(pos_) + ": " + what);
-  }
-  void skip_space() {
-    while (pos_ < s_.size() && std::strchr(" \t\r\n", s_[pos_]) && s_[pos_] != '\0') ++pos_;
-  }
-  bool consume(char ch) {
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == ch) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  Status parse_value(Json* out, int depth) {
-    if (depth > 64) return fail("nesting too deep");
-    skip_space();
-    if (pos_ >= s_.size()) return fail("unexpected end");
-    char ch = s_[pos_];
-    if (ch == '{') {
-      ++pos_;
-      out->type = Json::Type::kObject;
-      if (consume('}')) return Status::ok();
-      do {
-        skip_space();
-        Json key;
-        if (pos_ >= s_.size() || s_[pos_] != '"') return fail("expected a key");
-        PG_RETURN_IF_ERROR(parse_string(&key.string));
-        if (!consume(':')) return fail("expected ':'");
-        Json value;
-        PG_RETURN_IF_ERROR(parse_value(&value, depth + 1));
-        out->keys.push_back(std::move(key.string));
-        out->values.push_back(std::move(value));
-      } while (consume(','));
-      if (!consume('}')) return fail("expected '}'");
-      return Status::ok();
-    }
-    if (ch == '[') {
-      ++pos_;
-      out->type = Json::Type::kArray;
-      if (consume(']')) return Status::ok();
-      do {
-        Json value;
-        PG_RETURN_IF_ERROR(parse_value(&value, depth + 1));
-        out->array.push_back(std::move(value));
-      } while (consume(','));
-      if (!consume(']')) return fail("expected ']'");
-      return Status::ok();
-    }
-    if (ch == '"') {
-      out->type = Json::Type::kString;
-      return parse_string(&out->string);
-    }
-    for (const char* lit : {"true", "false", "null"}) {
-      size_t n = std::strlen(lit);
-      if (s_.compare(pos_, n, lit) == 0) {
-        pos_ += n;
-        out->type = lit[0] == 'n' ? Json::Type::kNull : Json::Type::kBool;
-        out->boolean = lit[0] == 't';
-        return Status::ok();
-      }
-    }
-    size_t start = pos_;
-    while (pos_ < s_.size() && std::strchr("+-.eE0123456789", s_[pos_]) && s_[pos_] != '\0') ++pos_;
-    if (start == pos_) return fail("unexpected character");
-    double v = 0;
-    auto r = std::from_chars(s_.data() + start, s_.data() + pos_, v);
-    if (r.ec != std::errc() || r.ptr != s_.data() + pos_) return fail("bad number");
-    out->type = Json::Type::kNumber;
-    out->number = v;
-    return Status::ok();
-  }
-
-  Status parse_string(std::string* out) {
-    ++pos_;  // opening quote
-    while (pos_ < s_.size() && s_[pos_] != '"') {
-      char ch = s_[pos_++];
-      if (ch != '\\') {
-        *out += ch;
-        continue;
-      }
-      if (pos_ >= s_.size()) return fail("unterminated escape");
-      char e = s_[pos_++];
-      switch (e) {
-        case '"': case '\\': case '/': *out += e; break;
-        case 'b': *out += '\b'; break;
-        case 'f': *out += '\f'; break;
-        case 'n': *out += '\n'; break;
-        case 'r': *out += '\r'; break;
-        case 't': *out += '\t'; break;
-        case 'u': {
-          if (pos_ + 4 > s_.size()) return fail("short \\u escape");
-          unsigned code = 0;
-          auto r = std::from_chars(s_.data() + pos_, s_.data() + pos_ + 4, code, 16);
-          if (r.ptr != s_.data() + pos_ + 4) return fail("bad \\u escape");
-          pos_ += 4;
-          // UTF-8 of a BMP code point (surrogate pairs are not needed for a CPU name).
-          if (code < 0x80) {
-            *out += static_cast<char>(code);
-          } else if (code < 0x800) {
-            *out += static_cast<char>(0xC0 | (code >> 6));
-            *out += static_cast<char>(0x80 | (code & 0x3F));
-          } else {
-            *out += static_cast<char>(0xE0 | (code >> 12));
-            *out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            *out += static_cast<char>(0x80 | (code & 0x3F));
-          }
-          break;
-        }
-        default: return fail("bad escape");
-      }
-    }
-    if (pos_ >= s_.size()) return fail("unterminated string");
-    ++pos_;  // closing quote
-    return Status::ok();
-  }
-
-  const std::string& s_;
-  size_t pos_ = 0;
-};
-
 Status read_number_array(const Json& v, const std::string& what, std::vector<double>* out) {
   if (v.type != Json::Type::kArray) return invalid_input(what + " is not an array");
   for (const auto& x : v.array) {
@@ -716,7 +563,7 @@ std::string ceilings_to_json(const MachineCeilings& c) {
 }
 
 Expected<MachineCeilings> ceilings_from_json(const std::string& json) {
-  PG_ASSIGN_OR_RETURN(Json root, JsonReader(json).parse_document());
+  PG_ASSIGN_OR_RETURN(Json root, parse_json(json));
   if (root.type != Json::Type::kObject) return invalid_input("machine ceilings: not a JSON object");
   const Json* version = root.get("schema_version");
   if (!version || version->type != Json::Type::kNumber || version->number != kSchemaVersion)
