@@ -1,6 +1,6 @@
 # make        build (Release) into build/
 # make test   set up, build, run unit tests, the malformed-model corpus and ONNX conformance,
-#             the lab and Python tests, and the sanitizer runs (make sanitize)
+#             the lab, Python and Triton-backend tests, and the sanitizer runs (make sanitize)
 # make demo   set up, build, generate a small model, inspect it, run it
 # make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 # make sanitize  unit tests and the malformed-model corpus under ASan + UBSan, threading under TSan
@@ -10,7 +10,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests fuzz sanitize clean format-check tidy
+.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests serving-tests fuzz sanitize clean format-check tidy
 
 # Paths below the checkout hashed relative to it, so the wheel's build folder (build-wheel/)
 # and build/ can share compiled objects through ccache.
@@ -82,7 +82,12 @@ python-tests: build
 	$(PYTHON_VENV)/bin/pip install -q --disable-pip-version-check pytest==9.2.0 . -C build-dir=build-wheel
 	cd python/tests && ../../$(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 
-test: format-check unit robustness conformance lab-tests python-tests sanitize
+# The Triton backend under a real Triton server on loopback (tests/serving/): the server wheel
+# and the clients go into their own venv, made once under ~/.cache/peregrine.
+serving-tests: build
+	python3 tests/serving/test_triton.py --peregrine $(PEREGRINE)
+
+test: format-check unit robustness conformance lab-tests python-tests serving-tests sanitize
 
 # Coverage-guided fuzzing (tests/fuzz/run_fuzz.sh): corpora and findings outside the checkout,
 # in ~/.cache/peregrine/fuzz. docs/RELIABILITY.md says what is fuzzed and how to replay a finding.

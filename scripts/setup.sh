@@ -5,8 +5,9 @@ set -euo pipefail
 
 # chromium: tests/lab/test_report.py renders the profile report headless.
 # clang-format, clang-tidy: make format-check (part of make test) and make tidy.
+# curl: tests/serving/ queries the Triton server's REST API with it.
 APT_PACKAGES=(cmake ninja-build g++ libprotobuf-dev protobuf-compiler libgtest-dev ccache libsqlite3-dev chromium
-              clang-format clang-tidy)
+              clang-format clang-tidy curl)
 # nanobind: the Python module built with the main build (the wheel pins its own, pyproject.toml).
 PIP_PACKAGES=(onnx==1.17.0 numpy==2.4.6 onnxruntime==1.32.0 openvino==2026.4.1 nanobind==3.1.0)
 

@@ -81,8 +81,9 @@ Expected<std::unique_ptr<ModelState>> make_model_state(TRITONBACKEND_Model* mode
   PG_ASSIGN_OR_RETURN(state->model_path, model_file(model, config));
   PG_ASSIGN_OR_RETURN(state->options, serving::session_options_from_parameters(config.parameters));
   state->options.kernel_cache = make_kernel_cache();
+  // Load errors name the file already.
   auto session = Session::load(state->model_path, state->options);
-  if (!session.is_ok()) return session.status().with_context(state->model_path);
+  if (!session.is_ok()) return session.status();
   const Session& s = **session;
 
   bool auto_complete = false;
@@ -120,7 +121,7 @@ Expected<std::unique_ptr<InstanceState>> make_instance_state(TRITONBACKEND_Model
   }
   if (!state->session) {
     auto session = Session::load(model->model_path, model->options);
-    if (!session.is_ok()) return session.status().with_context(model->model_path);
+    if (!session.is_ok()) return session.status();
     state->session = std::move(*session);
   }
   return state;
