@@ -2,6 +2,7 @@
 # make test   set up, build, run unit tests, the malformed-model corpus and ONNX conformance,
 #             the lab, Python and Triton-backend tests, and the sanitizer runs (make sanitize)
 # make demo   set up, build, generate a small model, inspect it, run it
+# make serve-demo  serve the demo model with Triton Inference Server (Peregrine backend), query it
 # make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 # make sanitize  unit tests and the malformed-model corpus under ASan + UBSan, threading under TSan
 # make format-check  the C++ lines changed since FORMAT_BASE (default HEAD~1) against .clang-format
@@ -10,7 +11,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo unit conformance robustness lab-tests python-tests serving-tests fuzz sanitize clean format-check tidy
+.PHONY: all setup build test demo serve-demo unit conformance robustness lab-tests python-tests serving-tests fuzz sanitize clean format-check tidy
 
 # Paths below the checkout hashed relative to it, so the wheel's build folder (build-wheel/)
 # and build/ can share compiled objects through ccache.
@@ -110,6 +111,10 @@ sanitize: setup
 
 demo: build
 	scripts/demo.sh $(PEREGRINE)
+
+# The demo model served by Triton Inference Server through the Peregrine backend, then queried.
+serve-demo: build
+	python3 scripts/serve_demo.py $(PEREGRINE)
 
 clean:
 	rm -rf $(BUILD) build-wheel build-asan build-tsan build-fuzz
