@@ -68,5 +68,6 @@ int cmd_compare(int argc, char** argv);
 int cmd_compile(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_compare_precision(int argc, char** argv);
+int cmd_sweep(int argc, char** argv);
 
 }  // namespace peregrine::cli

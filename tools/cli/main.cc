@@ -19,10 +19,12 @@ const char kUsage[] =
     "  bench MODEL     latency and throughput statistics (trtexec-style)\n"
     "  profile MODEL   per-node times, FLOPs, bytes and roofline; Chrome trace, HTML report\n"
     "  machine         measure this machine's peak FLOP/s and memory bandwidth\n"
-    "  runs            list recorded bench/profile runs\n"
+    "  runs            list recorded bench/profile runs; --group-by machine compares machines\n"
     "  compare A B     compare two recorded runs\n"
-    "  compare-precision MODEL  a reduced precision's error against fp32, per output and per layer\n"
-    "  quantize MODEL  calibrate and write an int8 QDQ model (-o OUT.onnx)\n\n"
+    "  compare-precision MODEL  a reduced precision's error against fp32, per output and per "
+    "layer\n"
+    "  quantize MODEL  calibrate and write an int8 QDQ model (-o OUT.onnx)\n"
+    "  sweep MODEL...  bench runs across the nodes of a Ray cluster, into the local run store\n\n"
     "'peregrine <command> --help' describes a command's options.\n"
     "exit codes: 0 ok, 2 bad model or bad input, 1 internal error\n";
 
@@ -38,6 +40,7 @@ int run_command(const std::string& cmd, int n, char** args) {
   if (cmd == "compare-precision") return peregrine::cli::cmd_compare_precision(n, args);
   if (cmd == "compile") return peregrine::cli::cmd_compile(n, args);
   if (cmd == "quantize") return peregrine::cli::cmd_quantize(n, args);
+  if (cmd == "sweep") return peregrine::cli::cmd_sweep(n, args);
   return -1;
 }
 

@@ -5,7 +5,6 @@ clients, and a server process started on free ports and stopped by its process i
 Used by tests/serving/test_triton.py, bench/triton_throughput.py and scripts/serve_demo.py.
 """
 import importlib.util
-import os
 import pathlib
 import signal
 import socket
@@ -15,45 +14,19 @@ import time
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV = pathlib.Path.home() / ".cache" / "peregrine" / "triton-venv"
+sys.path.insert(0, str(ROOT / "tools" / "python_env"))
+import venvs  # noqa: E402
+
 # nvidia-pytriton pins numpy < 2 and a dozen packages it needs only for its own Python API: it is
-# installed without them, for the server binary it carries. The clients see the pinned numpy of
-# the project's interpreter through the venv's system site packages.
+# installed without them, for the server binary it carries.
+VENV_NAME = "triton-venv"
 PYTRITON = "nvidia-pytriton==0.7.0"
 CLIENTS = ["tritonclient[http,grpc]==2.73.0"]
-MARKER = VENV / "peregrine-triton-env.txt"
-
-
-def in_venv():
-    return pathlib.Path(sys.prefix).resolve() == VENV.resolve()
-
-
-def ensure_venv():
-    """Creates (once) the venv with the pinned server wheel and clients; returns its python."""
-    python = VENV / "bin" / "python"
-    want = "\n".join([PYTRITON] + CLIENTS)
-    if python.exists() and MARKER.exists() and MARKER.read_text() == want:
-        return python
-    print(f"triton env: installing {PYTRITON} and {' '.join(CLIENTS)} into {VENV}", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", "--system-site-packages", str(VENV)],
-                   check=True)
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    for cmd in (pip + ["--no-deps", PYTRITON], pip + CLIENTS):
-        # pip reports the server wheel's unmet (and unneeded) dependencies as errors on stderr.
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.stderr.write(r.stdout + r.stderr)
-            raise SystemExit(f"error: {' '.join(cmd[3:])} failed")
-    MARKER.write_text(want)
-    return python
 
 
 def reexec_in_venv():
-    """Runs the calling script again inside the venv unless it already runs there."""
-    if in_venv():
-        return
-    python = ensure_venv()
-    os.execv(str(python), [str(python)] + sys.argv)
+    """Runs the calling script again inside the Triton venv unless it already runs there."""
+    venvs.reexec_in_venv(VENV_NAME, CLIENTS, no_deps=[PYTRITON])
 
 
 def tritonserver_binary():
