@@ -1,11 +1,11 @@
 """Serving through Triton against calling the session directly, on the same machine.
 
-For one model: throughput of Triton with Peregrine's backend under N concurrent gRPC clients
+For each model: throughput of Triton with Peregrine's backend under N concurrent gRPC clients
 (each instance layout given, e.g. 1x2 = one instance of two threads), against one process
 calling peregrine.InferenceSession in a loop with the same total threads; and the round-trip
 latency of a one-node model (Relu of 16 floats), Triton's per-request overhead.
 
-    python3 bench/triton_throughput.py ~/.cache/peregrine/real-models/resnet50.onnx \
+    python3 bench/triton_throughput.py ~/.cache/peregrine/real-models/resnet50.onnx... \
         --layouts 1x2,2x1 --concurrency 8 --requests 200
 
 Runs inside the venv tools/triton/triton_env.py makes (once, ~/.cache/peregrine).
@@ -120,24 +120,15 @@ def one_node_latency(server, rounds):
     return statistics.median(times), sorted(times)[int(0.9 * len(times))]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("model")
-    ap.add_argument("--layouts", default="1x2,2x1",
-                    help="instances x threads per instance, comma-separated (default 1x2,2x1)")
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--requests", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
-    args = ap.parse_args()
-    values = model_inputs(args.model)
-    layouts = [tuple(int(v) for v in l.split("x")) for l in args.layouts.split(",")]
+def measure(args, model, layouts):
+    values = model_inputs(model)
     totals = {instances * threads for instances, threads in layouts}
     direct = {t: [] for t in totals}
     served = {l: [] for l in layouts}
     with tempfile.TemporaryDirectory(prefix="peregrine-triton-bench-") as d:
         repo = pathlib.Path(d)
         for instances, threads in layouts:
-            write_model_folder(repo, f"m_{instances}x{threads}", args.model, instances, threads)
+            write_model_folder(repo, f"m_{instances}x{threads}", model, instances, threads)
         (repo / "one_node" / "1").mkdir(parents=True)
         graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "one_node",
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
@@ -149,13 +140,13 @@ def main():
         with triton_env.Server(repo, log_path=repo / "server.log") as server:
             for _ in range(args.rounds):
                 for total in sorted(totals):
-                    direct[total].append(direct_throughput(args.model, values, total, args.requests))
+                    direct[total].append(direct_throughput(model, values, total, args.requests))
                 for layout in layouts:
                     served[layout].append(served_throughput(
                         server.grpc_url, f"m_{layout[0]}x{layout[1]}", values, args.concurrency,
                         args.requests))
             p50, p90 = one_node_latency(server, 500)
-    name = pathlib.Path(args.model).stem
+    name = pathlib.Path(model).stem
     print(f"{name}: runs per second, median of {args.rounds} interleaved rounds of "
           f"{args.requests} requests")
     for total in sorted(totals):
@@ -164,8 +155,22 @@ def main():
         base = statistics.median(direct[instances * threads])
         print(f"  Triton, {instances} instance(s) x {threads} thread(s), concurrency "
               f"{args.concurrency}: {statistics.median(v):.1f} ({statistics.median(v) / base:.2f}x)")
-    print(f"one-node model through Triton (gRPC round trip, 500 requests): p50 {p50:.3f} ms, "
-          f"p90 {p90:.3f} ms")
+    print(f"  one-node model through Triton (gRPC round trip, 500 requests): p50 {p50:.3f} ms, "
+          f"p90 {p90:.3f} ms", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--layouts", default="1x2,2x1",
+                    help="instances x threads per instance, comma-separated (default 1x2,2x1)")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
+    args = ap.parse_args()
+    layouts = [tuple(int(v) for v in l.split("x")) for l in args.layouts.split(",")]
+    for model in args.models:
+        measure(args, model, layouts)
 
 
 if __name__ == "__main__":

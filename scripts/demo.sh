@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the bundled default model (ResNet-50 from the zoo): generate it,
-# inspect it, run it, benchmark and profile it, and compare with ONNX Runtime.
+# inspect it, run it, benchmark and profile it, compare with ONNX Runtime, and serve it
+# with Triton Inference Server through the Peregrine backend.
 # Everything goes to build/demo/, a folder the demo owns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,9 +50,13 @@ PY
 step "side by side with ONNX Runtime (1 thread)"
 python3 bench/compare.py "$MODEL" --threads 1 --iterations 5 --rounds 2
 
+step "served by Triton Inference Server through the Peregrine backend (make serve-demo)"
+python3 scripts/serve_demo.py "$PEREGRINE"
+
 step "summary"
 echo "model:          $MODEL"
 echo "outputs:        $OUT/outputs/"
 echo "Chrome trace:   $OUT/trace.json (open in https://ui.perfetto.dev)"
 echo "HTML report:    $OUT/report.html"
 echo "recorded runs:  $PEREGRINE runs --model resnet50"
+echo "Triton repo:    build/serve-demo/models/ (backend: build/triton/peregrine/)"
