@@ -63,6 +63,16 @@ def one_node(path):
     write_model(path, graph)
 
 
+def two_outputs(path):
+    """Static [2, 3] -> Relu and Neg: requests may ask for either output alone."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["relu"]), helper.make_node("Neg", ["x"], ["neg"])],
+        "two_outputs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("relu", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("neg", TensorProto.FLOAT, [2, 3])])
+    write_model(path, graph)
+
+
 def write_model(path, graph):
     path.parent.mkdir(parents=True, exist_ok=True)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -83,6 +93,8 @@ def make_repository(repo):
         'parameters { key: "threads" value: { string_value: "1" } }\n')
     one_node(repo / "one_node" / "1" / "model.onnx")
     (repo / "one_node" / "config.pbtxt").write_text('backend: "peregrine"\n')
+    two_outputs(repo / "two_outputs" / "1" / "model.onnx")
+    (repo / "two_outputs" / "config.pbtxt").write_text('backend: "peregrine"\n')
     # Models that must fail to load, each with the message a user needs.
     one_node(repo / "bad_parameter" / "1" / "model.onnx")
     (repo / "bad_parameter" / "config.pbtxt").write_text(
@@ -160,6 +172,17 @@ def test_results(http, grpc, url, peregrine, repo, tmp):
     check(ok, f"curl on the REST API: HTTP {code}, result equals peregrine run")
     z = np.array([[-1, 2, -3, 4] * 4], np.float32)
     check(np.array_equal(http_infer(http, "one_node", z), np.maximum(z, 0)), "one-node model")
+    # Static shapes: the session writes into the response's buffers, asked-for outputs only.
+    v = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    for asked in (["neg"], ["relu"], ["relu", "neg"]):
+        inp = httpclient.InferInput("x", [2, 3], "FP32")
+        inp.set_data_from_numpy(v)
+        result = http.infer("two_outputs", [inp],
+                            outputs=[httpclient.InferRequestedOutput(n) for n in asked])
+        got = {n: result.as_numpy(n) for n in ("relu", "neg")}
+        ok = all(np.array_equal(got[n], np.maximum(v, 0) if n == "relu" else -v) for n in asked)
+        ok = ok and all(got[n] is None for n in ("relu", "neg") if n not in asked)
+        check(ok, f"static model, outputs {asked} asked: exactly those, correct")
 
 
 def test_load(http, url, peregrine, repo, tmp, requests=64, concurrency=8):
@@ -210,6 +233,10 @@ def test_bad_requests(http, grpc, url):
     expect_error("batch over max_batch_size",
                  lambda: http_infer(http, "conv_batched", np.zeros((9, 3, 16, 16), np.float32)), "<= 8")
     expect_error("unknown model", lambda: http_infer(http, "nope", x), "nope")
+    expect_error("unknown output", lambda: http.infer(
+        "two_outputs", [httpclient.InferInput("x", [2, 3], "FP32").set_data_from_numpy(
+            np.zeros((2, 3), np.float32))], outputs=[httpclient.InferRequestedOutput("abs")]),
+        "abs")
     expect_error("gRPC wrong shape", lambda: grpc_infer(grpc, "conv", np.zeros((1, 3, 16), np.float32)),
                  "shape")
     for what, body in [("malformed JSON body", "{not json"),
@@ -243,7 +270,7 @@ def main():
         tmp = pathlib.Path(d)
         repo = tmp / "models"
         make_repository(repo)
-        with triton_env.Server(repo, args.backend_dir, models=["conv", "conv_batched", "one_node"],
+        with triton_env.Server(repo, args.backend_dir, models=["conv", "conv_batched", "one_node", "two_outputs"],
                                log_path=tmp / "server.log") as server:
             SERVER = server
             http = httpclient.InferenceServerClient(server.http_url)

@@ -103,6 +103,14 @@ Expected<std::unique_ptr<ModelState>> make_model_state(TRITONBACKEND_Model* mode
   PG_RETURN_IF_ERROR(serving::check_triton_model_config(config, s.inputs(), s.outputs()));
   state->config = std::move(config);
   state->inputs = s.inputs();
+  state->outputs = s.outputs();
+  state->static_io = state->config.max_batch_size == 0;
+  for (const auto* list : {&state->inputs, &state->outputs})
+    for (const IoInfo& io : *list) {
+      bool is_static = io.is_tensor && dtype_to_triton(io.dtype) != TRITONSERVER_TYPE_INVALID;
+      for (int64_t d : io.shape) is_static = is_static && d >= 0;
+      state->static_io = state->static_io && is_static;
+    }
   state->first_session = std::move(*session);
   return state;
 }

@@ -256,6 +256,98 @@ void run_batch(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
   }
 }
 
+// An unbatched request of a model with static shapes: the response's output buffers are made
+// first and the session writes into them (outputs the request does not ask for go to scratch
+// tensors). Responds, reports and releases like run_batch.
+void run_static_request(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
+                        TRITONBACKEND_Request* request) {
+  uint64_t exec_start = now_ns(), compute_start = 0, compute_end = 0;
+  TRITONBACKEND_Response* response = nullptr;
+  Status status = from_triton_error(TRITONBACKEND_ResponseNew(&response, request), "response");
+  try {
+    std::vector<Tensor> inputs;
+    for (const IoInfo& io : state.model->inputs) {
+      if (!status.is_ok()) break;
+      auto in = read_input(request, io);
+      if (!in.is_ok()) {
+        status = in.status();
+        break;
+      }
+      std::vector<RequestInput> parts;
+      parts.push_back(std::move(*in));
+      auto joined = join_input(io, parts, false);
+      if (!joined.is_ok()) {
+        status = joined.status();
+        break;
+      }
+      inputs.push_back(std::move(*joined));
+    }
+    std::map<std::string, bool> requested;
+    uint32_t count = 0;
+    if (status.is_ok())
+      status = from_triton_error(TRITONBACKEND_RequestOutputCount(request, &count), "outputs");
+    for (uint32_t i = 0; status.is_ok() && i < count; ++i) {
+      const char* name = nullptr;
+      status = from_triton_error(TRITONBACKEND_RequestOutputName(request, i, &name), "outputs");
+      if (status.is_ok()) requested[name] = true;
+    }
+    std::vector<Tensor> outputs;
+    for (const IoInfo& io : state.model->outputs) {
+      if (!status.is_ok()) break;
+      if (!requested.count(io.name)) {
+        auto scratch = Tensor::make(io.dtype, io.shape);
+        if (!scratch.is_ok()) status = scratch.status();
+        if (scratch.is_ok()) outputs.push_back(std::move(*scratch));
+        continue;
+      }
+      requested.erase(io.name);
+      TRITONBACKEND_Output* output = nullptr;
+      void* buffer = nullptr;
+      TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+      int64_t memory_id = 0;
+      int64_t numel = 1;
+      for (int64_t d : io.shape) numel *= d;
+      status = from_triton_error(TRITONBACKEND_ResponseOutput(
+                                     response, &output, io.name.c_str(), dtype_to_triton(io.dtype),
+                                     io.shape.data(), static_cast<uint32_t>(io.shape.size())),
+                                 "output '" + io.name + "'");
+      if (status.is_ok())
+        status = from_triton_error(
+            TRITONBACKEND_OutputBuffer(output, &buffer,
+                                       static_cast<uint64_t>(numel) * dtype_size(io.dtype),
+                                       &memory_type, &memory_id),
+            "output '" + io.name + "'");
+      if (status.is_ok() && memory_type == TRITONSERVER_MEMORY_GPU)
+        status = unsupported("output '" + io.name + "': Triton gave a GPU buffer");
+      if (status.is_ok()) outputs.push_back(Tensor::view(io.dtype, io.shape, buffer));
+    }
+    if (status.is_ok() && !requested.empty())
+      status = invalid_input("the model has no output '" + requested.begin()->first + "'");
+    if (status.is_ok()) {
+      compute_start = now_ns();
+      status = state.session->run_into(inputs, outputs);
+      compute_end = now_ns();
+    }
+  } catch (const std::exception& e) {
+    status = internal_error(std::string("peregrine backend: ") + e.what());
+  } catch (...) {
+    status = internal_error("peregrine backend: unknown exception");
+  }
+  if (response) {
+    TRITONSERVER_Error* e = TRITONBACKEND_ResponseSend(
+        response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, to_triton_error(status));
+    if (e) TRITONSERVER_ErrorDelete(e);
+  } else {
+    send_error(request, status);
+  }
+  report_and_release(instance, request, status.is_ok(), exec_start, compute_start, compute_end);
+  if (compute_end != 0) {
+    if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
+            instance, 1, exec_start, compute_start, compute_end, now_ns()))
+      TRITONSERVER_ErrorDelete(e);
+  }
+}
+
 }  // namespace
 
 void execute(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
@@ -265,7 +357,13 @@ void execute(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
     run_batch(instance, state, all, /*batched=*/true);
     return;
   }
-  for (TRITONBACKEND_Request* request : all) run_batch(instance, state, {request}, false);
+  for (TRITONBACKEND_Request* request : all) {
+    if (state.model->static_io) {
+      run_static_request(instance, state, request);
+    } else {
+      run_batch(instance, state, {request}, false);
+    }
+  }
 }
 
 }  // namespace peregrine::triton

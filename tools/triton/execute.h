@@ -18,7 +18,11 @@ struct ModelState {
   serving::TritonModelConfig config;  // completed and checked against the model
   std::string model_path;
   SessionOptions options;      // from the config's parameters, with a shared kernel cache
-  std::vector<IoInfo> inputs;  // the model's graph inputs
+  std::vector<IoInfo> inputs;  // the model's graph inputs, in graph order
+  std::vector<IoInfo> outputs;  // the model's graph outputs, in graph order
+  // Every input and output has a static shape (and a Triton type): unbatched requests then run
+  // with Session::run_into, writing straight into the response's buffers.
+  bool static_io = false;
   std::mutex mutex;            // guards first_session
   std::unique_ptr<Session> first_session;  // loaded to complete the config; the first instance's
 };
