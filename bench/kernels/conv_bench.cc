@@ -25,10 +25,11 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/reference/evaluate.h"
 #include "backends/reference/reference_backend.h"
 #include "ir/graph.h"
+#include "ops/type_inference.h"
 #include "runtime/executor.h"
-#include "runtime/type_inference.h"
 
 namespace {
 
@@ -137,7 +138,7 @@ void BM_Conv(benchmark::State &state, ConvShape s, const char *algo, bool bf16, 
   setenv("PEREGRINE_CONV_ALGO", algo, 1);
   ir::Graph graph = conv_graph(s);
   if (bf16) graph.nodes[0]->precision = Precision::kBFloat16;
-  auto inferred = infer_graph_types(graph);
+  auto inferred = infer_graph_types(graph, reference_evaluator());
   auto ex = GraphExecutor::create(graph, {&cpu_backend(), &reference_backend()}, threads);
   unsetenv("PEREGRINE_CONV_ALGO");
   if (!inferred.is_ok() || !ex.is_ok()) {

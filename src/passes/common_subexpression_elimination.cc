@@ -7,10 +7,10 @@
 //             from inside subgraphs (renaming there is not attempted).
 #include <map>
 
+#include "ops/type_inference.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/pass_util.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine::passes {
 

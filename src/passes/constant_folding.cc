@@ -7,12 +7,12 @@
 //             chains (torch's Shape -> Gather -> Unsqueeze -> Concat -> Reshape).
 //   Preconditions: inputs and outputs are tensors of at most kMaxFoldElements each
 //             (folding must not blow up the model); the reference backend runs it.
-#include "backends/reference/evaluate.h"
+#include "ops/node_evaluator.h"
 #include "ops/op_schema.h"
+#include "ops/type_inference.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/pass_util.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine::passes {
 
@@ -21,7 +21,8 @@ namespace {
 constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
 
 // The node's output tensors when they are known at compile time; nullopt otherwise.
-std::optional<std::vector<Tensor>> match_foldable(const ir::Graph& g, const ir::Node& node) {
+std::optional<std::vector<Tensor>> match_foldable(const ir::Graph& g, const ir::Node& node,
+                                                  const NodeEvaluator& evaluator) {
   if (!is_deterministic_op(node) || has_subgraph(node)) return std::nullopt;
   for (const auto& o : node.outputs)
     if (o.empty()) return std::nullopt;  // keep it simple: every output must be wanted
@@ -78,7 +79,7 @@ std::optional<std::vector<Tensor>> match_foldable(const ir::Graph& g, const ir::
     holders.push_back(RuntimeValue::of(*t));
     ins.push_back(&holders.back());
   }
-  auto result = evaluate_on_reference(node, ins);
+  auto result = evaluator.evaluate(node, ins);
   if (!result.is_ok()) return std::nullopt;  // leave it for run time to report
   outs.clear();
   for (const RuntimeValue& v : *result) {
@@ -91,6 +92,7 @@ std::optional<std::vector<Tensor>> match_foldable(const ir::Graph& g, const ir::
 
 class ConstantFolding : public Pass {
  public:
+  explicit ConstantFolding(const NodeEvaluator& evaluator) : evaluator_(evaluator) {}
   const char* name() const override { return "constant_folding"; }
   Expected<bool> run(ir::Graph& g) override {
     std::set<const ir::Node*> folded;
@@ -99,7 +101,7 @@ class ConstantFolding : public Pass {
       bool defines_input = false;
       for (const auto& o : node->outputs) defines_input |= graph_inputs.count(o) > 0;
       if (defines_input) continue;
-      auto outs = match_foldable(g, *node);
+      auto outs = match_foldable(g, *node, evaluator_);
       if (!outs) continue;
       // Rewrite: the outputs keep their names and become initializers.
       for (size_t i = 0; i < outs->size(); ++i) {
@@ -113,10 +115,15 @@ class ConstantFolding : public Pass {
     remove_nodes(g, folded);
     return !folded.empty();
   }
+
+ private:
+  const NodeEvaluator& evaluator_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> make_constant_folding() { return std::make_unique<ConstantFolding>(); }
+std::unique_ptr<Pass> make_constant_folding(const NodeEvaluator& evaluator) {
+  return std::make_unique<ConstantFolding>(evaluator);
+}
 
 }  // namespace peregrine::passes

@@ -18,7 +18,7 @@
 #include <map>
 #include <set>
 
-#include "backends/reference/evaluate.h"
+#include "ops/node_evaluator.h"
 #include "ops/op_schema.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
@@ -154,8 +154,9 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& index, ir::Node
   return std::nullopt;
 }
 
-// f at each of x's 256 values, by the reference kernels; nullopt if one fails.
-std::optional<Tensor> build_table(const ir::Graph& g, const Match& m, DType x_type) {
+// f at each of x's 256 values, by the evaluator; nullopt if one fails.
+std::optional<Tensor> build_table(const ir::Graph& g, const Match& m, DType x_type,
+                                  const NodeEvaluator& evaluator) {
   Tensor all = Tensor::zeros(x_type, {256});
   for (int i = 0; i < 256; ++i) static_cast<uint8_t*>(all.raw())[i] = static_cast<uint8_t>(i);
   std::map<std::string, RuntimeValue> values;
@@ -181,7 +182,7 @@ std::optional<Tensor> build_table(const ir::Graph& g, const Match& m, DType x_ty
       held.push_back(RuntimeValue::of(*t));
       inputs.push_back(&held.back());
     }
-    auto out = evaluate_on_reference(*n, inputs);
+    auto out = evaluator.evaluate(*n, inputs);
     if (!out.is_ok() || out->size() != 1 || !(*out)[0].is_tensor()) return std::nullopt;
     values[n->outputs[0]] = (*out)[0];
   }
@@ -194,6 +195,7 @@ std::optional<Tensor> build_table(const ir::Graph& g, const Match& m, DType x_ty
 
 class FuseQdqLookupTable : public Pass {
  public:
+  explicit FuseQdqLookupTable(const NodeEvaluator& evaluator) : evaluator_(evaluator) {}
   const char* name() const override { return "fuse_qdq_lookup_table"; }
   Expected<bool> run(ir::Graph& g) override {
     int n = 0;
@@ -209,7 +211,7 @@ class FuseQdqLookupTable : public Pass {
         auto m = match(g, index, *node);
         if (!m) continue;
         const ir::Value* x = g.find_value(m->source);
-        auto table = build_table(g, *m, x->type.dtype);
+        auto table = build_table(g, *m, x->type.dtype, evaluator_);
         if (!table) {
           refused.insert(node->name + "/" + node->outputs[0]);
           continue;
@@ -230,12 +232,15 @@ class FuseQdqLookupTable : public Pass {
     count_rewrite(n);
     return n > 0;
   }
+
+ private:
+  const NodeEvaluator& evaluator_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_qdq_lookup_table() {
-  return std::make_unique<FuseQdqLookupTable>();
+std::unique_ptr<Pass> make_fuse_qdq_lookup_table(const NodeEvaluator& evaluator) {
+  return std::make_unique<FuseQdqLookupTable>(evaluator);
 }
 
 }  // namespace peregrine::passes

@@ -1,15 +1,17 @@
-// Factories of every pass (one pass per file). pipelines.cc orders them into levels.
+// Factories of every pass (one pass per file). pipelines.cc orders them into levels. Passes that
+// compute constants take the NodeEvaluator the pipeline was built with.
 #pragma once
 
 #include <memory>
 
+#include "ops/node_evaluator.h"
 #include "passes/pass.h"
 
 namespace peregrine::passes {
 
 // Cleanup.
 std::unique_ptr<Pass> make_float16_to_float32();
-std::unique_ptr<Pass> make_constant_folding();
+std::unique_ptr<Pass> make_constant_folding(const NodeEvaluator& evaluator);
 std::unique_ptr<Pass> make_dead_code_elimination();
 std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_remove_identity_ops();
@@ -21,7 +23,7 @@ std::unique_ptr<Pass> make_fuse_qdq_conv();
 std::unique_ptr<Pass> make_fuse_qdq_add();
 std::unique_ptr<Pass> make_fuse_qdq_max_pool();
 std::unique_ptr<Pass> make_fuse_qdq_matmul();
-std::unique_ptr<Pass> make_fuse_qdq_lookup_table();
+std::unique_ptr<Pass> make_fuse_qdq_lookup_table(const NodeEvaluator& evaluator);
 std::unique_ptr<Pass> make_fuse_quantize_dequantize();
 std::unique_ptr<Pass> make_drop_repeated_fake_quantize();
 std::unique_ptr<Pass> make_move_dequantize_after_gather();

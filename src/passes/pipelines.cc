@@ -10,38 +10,44 @@ namespace peregrine::passes {
 
 namespace {
 
-using Factory = std::function<std::unique_ptr<Pass>()>;
+using Factory = std::function<std::unique_ptr<Pass>(const NodeEvaluator&)>;
+
+// A factory of a pass that computes no constants.
+template <std::unique_ptr<Pass> (*make)()>
+std::unique_ptr<Pass> plain(const NodeEvaluator&) {
+  return make();
+}
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> kFactories = {
       {"constant_folding", make_constant_folding},
-      {"dead_code_elimination", make_dead_code_elimination},
-      {"common_subexpression_elimination", make_common_subexpression_elimination},
-      {"float16_to_float32", make_float16_to_float32},
-      {"remove_identity_ops", make_remove_identity_ops},
-      {"collapse_reshape_chains", make_collapse_reshape_chains},
-      {"collapse_transpose_chains", make_collapse_transpose_chains},
-      {"move_transposes", make_move_transposes},
-      {"conv_batchnorm_folding", make_conv_batchnorm_folding},
-      {"matmul_add_to_gemm", make_matmul_add_to_gemm},
-      {"matmul_transposed_weight", make_matmul_transposed_weight},
-      {"fuse_activation", make_fuse_activation},
-      {"layer_norm_fusion", make_layer_norm_fusion},
-      {"rms_norm_fusion", make_rms_norm_fusion},
-      {"gelu_fusion", make_gelu_fusion},
-      {"fold_constant_adds", make_fold_constant_adds},
-      {"attention_fusion", make_attention_fusion},
-      {"onnx_attention_to_fused", make_onnx_attention_to_fused},
-      {"elementwise_chain_fusion", make_elementwise_chain_fusion},
-      {"layout_nhwc", make_layout_nhwc},
-      {"fuse_qdq_conv", make_fuse_qdq_conv},
-      {"fuse_qdq_add", make_fuse_qdq_add},
-      {"fuse_qdq_max_pool", make_fuse_qdq_max_pool},
-      {"fuse_qdq_matmul", make_fuse_qdq_matmul},
+      {"dead_code_elimination", plain<make_dead_code_elimination>},
+      {"common_subexpression_elimination", plain<make_common_subexpression_elimination>},
+      {"float16_to_float32", plain<make_float16_to_float32>},
+      {"remove_identity_ops", plain<make_remove_identity_ops>},
+      {"collapse_reshape_chains", plain<make_collapse_reshape_chains>},
+      {"collapse_transpose_chains", plain<make_collapse_transpose_chains>},
+      {"move_transposes", plain<make_move_transposes>},
+      {"conv_batchnorm_folding", plain<make_conv_batchnorm_folding>},
+      {"matmul_add_to_gemm", plain<make_matmul_add_to_gemm>},
+      {"matmul_transposed_weight", plain<make_matmul_transposed_weight>},
+      {"fuse_activation", plain<make_fuse_activation>},
+      {"layer_norm_fusion", plain<make_layer_norm_fusion>},
+      {"rms_norm_fusion", plain<make_rms_norm_fusion>},
+      {"gelu_fusion", plain<make_gelu_fusion>},
+      {"fold_constant_adds", plain<make_fold_constant_adds>},
+      {"attention_fusion", plain<make_attention_fusion>},
+      {"onnx_attention_to_fused", plain<make_onnx_attention_to_fused>},
+      {"elementwise_chain_fusion", plain<make_elementwise_chain_fusion>},
+      {"layout_nhwc", plain<make_layout_nhwc>},
+      {"fuse_qdq_conv", plain<make_fuse_qdq_conv>},
+      {"fuse_qdq_add", plain<make_fuse_qdq_add>},
+      {"fuse_qdq_max_pool", plain<make_fuse_qdq_max_pool>},
+      {"fuse_qdq_matmul", plain<make_fuse_qdq_matmul>},
       {"fuse_qdq_lookup_table", make_fuse_qdq_lookup_table},
-      {"fuse_quantize_dequantize", make_fuse_quantize_dequantize},
-      {"drop_repeated_fake_quantize", make_drop_repeated_fake_quantize},
-      {"move_dequantize_after_gather", make_move_dequantize_after_gather},
+      {"fuse_quantize_dequantize", plain<make_fuse_quantize_dequantize>},
+      {"drop_repeated_fake_quantize", plain<make_drop_repeated_fake_quantize>},
+      {"move_dequantize_after_gather", plain<make_move_dequantize_after_gather>},
   };
   return kFactories;
 }
@@ -120,24 +126,25 @@ Expected<std::vector<std::string>> pipeline_pass_names(int level,
   return names;
 }
 
-Expected<PassManager> make_pipeline(int level, const std::vector<std::string>& disabled) {
+Expected<PassManager> make_pipeline(int level, const NodeEvaluator& evaluator,
+                                    const std::vector<std::string>& disabled) {
   PG_ASSIGN_OR_RETURN(auto names, pipeline_pass_names(level, disabled));
   PassManager pm;
-  for (const auto& n : names) pm.add(factories().at(n)());
+  for (const auto& n : names) pm.add(factories().at(n)(evaluator));
   return pm;
 }
 
-Status optimize_graph(ir::Graph& graph, int level, const std::vector<std::string>& disabled,
-                      std::vector<PassStats>* stats) {
-  PG_ASSIGN_OR_RETURN(PassManager pm, make_pipeline(level, disabled));
+Status optimize_graph(ir::Graph& graph, int level, const NodeEvaluator& evaluator,
+                      const std::vector<std::string>& disabled, std::vector<PassStats>* stats) {
+  PG_ASSIGN_OR_RETURN(PassManager pm, make_pipeline(level, evaluator, disabled));
   return pm.run(graph, stats);
 }
 
-Status prepare_for_quantization(ir::Graph& graph) {
+Status prepare_for_quantization(ir::Graph& graph, const NodeEvaluator& evaluator) {
   PassManager pm;
-  for (const auto& n : kCleanup) pm.add(factories().at(n)());
+  for (const auto& n : kCleanup) pm.add(factories().at(n)(evaluator));
   for (const char* n : {"conv_batchnorm_folding", "dead_code_elimination"})
-    pm.add(factories().at(n)());
+    pm.add(factories().at(n)(evaluator));
   return pm.run(graph, nullptr);
 }
 

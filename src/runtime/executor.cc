@@ -13,8 +13,8 @@
 #include "core/status_error.h"
 #include "ir/verifier.h"
 #include "ops/op_schema.h"
+#include "ops/type_inference.h"
 #include "runtime/kernel_cache.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine {
 

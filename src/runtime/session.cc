@@ -5,16 +5,17 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/kernel_table.h"
+#include "backends/reference/evaluate.h"
 #include "backends/reference/reference_backend.h"
 #include "core/memory_budget.h"
 #include "core/status_error.h"
 #include "importer/onnx/onnx_importer.h"
+#include "ops/type_inference.h"
 #include "passes/assign_precision.h"
 #include "passes/pipelines.h"
 #include "runtime/backend_registry.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_cache.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine {
 
@@ -43,8 +44,8 @@ IoInfo io_info(const ir::Graph& g, const std::string& name) {
 // The graph compiler's pipeline for the chosen level, then the session's precision onto the
 // nodes that have a kernel for it; plans see the result.
 Status run_graph_passes(ir::Model& model, const SessionOptions& options) {
-  PG_RETURN_IF_ERROR(
-      passes::optimize_graph(model.graph, options.opt_level, options.disabled_passes));
+  PG_RETURN_IF_ERROR(passes::optimize_graph(model.graph, options.opt_level, reference_evaluator(),
+                                            options.disabled_passes));
   return passes::assign_precision(model.graph, options.precision, options.keep_fp32).status();
 }
 
@@ -188,7 +189,7 @@ Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
   std::map<std::string, std::vector<std::string>> declared_dim_names;
   for (const auto& n : g.outputs)
     if (const ir::Value* v = g.find_value(n)) declared_dim_names[n] = v->type.dim_names;
-  PG_RETURN_IF_ERROR(infer_graph_types(g).status());
+  PG_RETURN_IF_ERROR(infer_graph_types(g, reference_evaluator()).status());
   PG_RETURN_IF_ERROR(run_graph_passes(*s->model_, options));
   // Weights the kernels hold packed are freed as they are packed (values keep dtype and shape:
   // inspect still counts them), so peak memory holds one copy of them.

@@ -2,6 +2,7 @@
 // without 16-bit floats, and graphs whose subgraphs hold them, are left alone.
 #include <gtest/gtest.h>
 
+#include "backends/reference/evaluate.h"
 #include "core/float_types.h"
 #include "graph_builder.h"
 #include "passes/pass_list.h"
@@ -55,7 +56,7 @@ TEST(Float16ToFloat32, ComputesInFloat32BehindBoundaryCasts) {
     passes::PassManager pm;
     pm.add(passes::make_float16_to_float32());
     ASSERT_TRUE(pm.run(g).is_ok());
-    ASSERT_TRUE(infer_graph_types(g).is_ok());
+    ASSERT_TRUE(infer_graph_types(g, reference_evaluator()).is_ok());
     // The interface keeps its types; everything inside is float32.
     EXPECT_EQ(g.find_value("x")->type.dtype, t);
     EXPECT_EQ(g.find_value("out")->type.dtype, t);

@@ -2,9 +2,10 @@
 // through an inner Q / DQ pair, HardSwish) become one peregrine.TableLookup; outputs equal to
 // the unfused graph on the reference backend (the table holds the same float32 operations);
 // cases it must leave alone.
+#include "backends/reference/evaluate.h"
+#include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
-#include "graph_builder.h"
 
 namespace peregrine::testing {
 namespace {
@@ -66,7 +67,7 @@ ir::Graph quantized_activation(const Options& o) {
 ir::Graph fused(const Options& o) {
   ir::Graph g = quantized_activation(o);
   passes::PassManager pm;
-  pm.add(passes::make_fuse_qdq_lookup_table());
+  pm.add(passes::make_fuse_qdq_lookup_table(reference_evaluator()));
   pm.add(passes::make_dead_code_elimination());
   EXPECT_TRUE(pm.run(g).is_ok());
   return g;

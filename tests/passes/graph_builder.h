@@ -11,12 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/reference/evaluate.h"
 #include "backends/reference/reference_backend.h"
 #include "core/float_types.h"
 #include "ir/verifier.h"
+#include "ops/type_inference.h"
 #include "passes/pass_util.h"
 #include "runtime/executor.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine::testing {
 
@@ -73,7 +74,7 @@ class GraphBuilder {
   ir::Graph build() {
     Status st = ir::verify_and_sort(g_);
     EXPECT_TRUE(st.is_ok()) << st.message();
-    auto r = infer_graph_types(g_);
+    auto r = infer_graph_types(g_, reference_evaluator());
     EXPECT_TRUE(r.is_ok()) << r.status().message();
     return std::move(g_);
   }

@@ -2,6 +2,7 @@
 // numerics equal to the unconverted graph (reference backend); the cases left alone.
 #include <functional>
 
+#include "backends/reference/evaluate.h"
 #include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
@@ -21,7 +22,7 @@ ir::Graph layout_and_compare(const BuildFn& build, double tol = 1e-4) {
   EXPECT_TRUE(st.is_ok()) << st.message();
   Status verified = ir::verify_and_sort(after);
   EXPECT_TRUE(verified.is_ok()) << verified.message();
-  auto typed = infer_graph_types(after);
+  auto typed = infer_graph_types(after, reference_evaluator());
   EXPECT_TRUE(typed.is_ok()) << typed.status().message();
   expect_close(run_graph(after), run_graph(before), tol);
   return after;
@@ -92,7 +93,7 @@ TEST(LayoutNhwc, ValueReadOutsideTheChainGetsOneTransposeBack) {
     g.outputs.push_back("pooled");
     g.outputs.push_back("r1");
     EXPECT_TRUE(ir::verify_and_sort(g).is_ok());
-    EXPECT_TRUE(infer_graph_types(g).is_ok());
+    EXPECT_TRUE(infer_graph_types(g, reference_evaluator()).is_ok());
     return g;
   };
   ir::Graph g = layout_and_compare(build);

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/reference/evaluate.h"
 #include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
@@ -20,7 +21,7 @@ ir::Graph optimize_and_compare(const BuildFn& build, const std::vector<std::stri
   ir::Graph after = build();
   passes::PassManager pm;
   for (const auto& n : names) {
-    auto all = passes::make_pipeline(2);
+    auto all = passes::make_pipeline(2, reference_evaluator());
     EXPECT_TRUE(all.is_ok());
     for (auto& p : const_cast<std::vector<std::unique_ptr<passes::Pass>>&>(all->passes()))
       if (p->name() == n) {
@@ -39,7 +40,7 @@ ir::Graph optimize_and_compare(const BuildFn& build, const std::vector<std::stri
 ir::Graph optimize_level(const BuildFn& build, int level, double tol = 1e-5) {
   ir::Graph before = build();
   ir::Graph after = build();
-  Status st = passes::optimize_graph(after, level);
+  Status st = passes::optimize_graph(after, level, reference_evaluator());
   EXPECT_TRUE(st.is_ok()) << st.message();
   expect_close(run_graph(before), run_graph(after), tol);
   return after;

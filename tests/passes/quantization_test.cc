@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backends/reference/evaluate.h"
 #include "graph_builder.h"
 #include "quantization/calibration.h"
 #include "quantization/insert_qdq.h"
@@ -115,7 +116,7 @@ TEST(QuantizationInsert, WritesQdqAndStaysCloseToFloat) {
   ranges["r"] = {0.0f, 8.0f};
   Status st = quantization::insert_qdq(g, *plan, ranges, {});
   ASSERT_TRUE(st.is_ok()) << st.message();
-  ASSERT_TRUE(infer_graph_types(g).is_ok());
+  ASSERT_TRUE(infer_graph_types(g, reference_evaluator()).is_ok());
   EXPECT_EQ(count_op(g, "QuantizeLinear"), static_cast<int>(plan->activations.size()));
   // Per activation a DQ, per weight and bias one more.
   EXPECT_EQ(count_op(g, "DequantizeLinear"), static_cast<int>(plan->activations.size()) + 3);

@@ -18,12 +18,13 @@
 #include "backends/cpu/gemm/bf16_gemm.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/ukernels/bf16_gemm_ukernels.h"
+#include "backends/reference/evaluate.h"
 #include "backends/reference/reference_backend.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
+#include "ops/type_inference.h"
 #include "passes/pass_util.h"
 #include "runtime/executor.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine {
 namespace {
@@ -294,7 +295,7 @@ struct AttentionGraph {
   }
 
   Tensor run(const Backend& backend, int threads, std::string* kernel_name) {
-    auto inferred = infer_graph_types(graph);
+    auto inferred = infer_graph_types(graph, reference_evaluator());
     EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
     auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
     EXPECT_TRUE(ex.is_ok()) << ex.status().message();

@@ -13,8 +13,8 @@
 #include "cpu_one_node_graph.h"
 #include "cpu_test_util.h"
 #include "ir/graph.h"
+#include "ops/type_inference.h"
 #include "runtime/executor.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine {
 namespace {

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "backends/reference/evaluate.h"
 #include "cpu_one_node_graph.h"
 
 namespace peregrine::cpu {
@@ -92,7 +93,7 @@ struct CopyGraph {
   }
 
   std::vector<Tensor> run(const Backend& backend, int threads, std::string* kernel) {
-    auto inferred = infer_graph_types(graph);
+    auto inferred = infer_graph_types(graph, reference_evaluator());
     EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
     auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
     EXPECT_TRUE(ex.is_ok()) << ex.status().message();

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ukernels/f32_vector_ukernels.h"
+#include "backends/reference/evaluate.h"
 #include "cpu_one_node_graph.h"
 #include "cpu_test_util.h"
 
@@ -143,7 +144,7 @@ TEST(CpuElementwiseChain, RejectsMalformedPrograms) {
                     return a;
                   }()},
                  "peregrine");
-  EXPECT_FALSE(infer_graph_types(g.graph).is_ok());
+  EXPECT_FALSE(infer_graph_types(g.graph, reference_evaluator()).is_ok());
 }
 
 }  // namespace

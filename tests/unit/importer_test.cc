@@ -6,11 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/reference/evaluate.h"
 #include "importer/onnx/onnx_importer.h"
-#include "onnx/onnx-ml.pb.h"
 #include "ir/printer.h"
+#include "onnx/onnx-ml.pb.h"
+#include "ops/type_inference.h"
 #include "peregrine/session.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine {
 namespace {
@@ -363,7 +364,7 @@ TEST(TypeInference, ShapeChainFoldsToStaticReshape) {
   g->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
   auto model = parse(m);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
-  auto result = infer_graph_types(model->graph);
+  auto result = infer_graph_types(model->graph, reference_evaluator());
   ASSERT_TRUE(result.is_ok()) << result.status().message();
   const auto& y = model->graph.find_value("y")->type;
   ASSERT_TRUE(y.is_static()) << y.to_string();

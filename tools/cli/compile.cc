@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/reference/evaluate.h"
+#include "cli_common.h"
 #include "importer/onnx/onnx_exporter.h"
 #include "importer/onnx/onnx_importer.h"
+#include "ops/type_inference.h"
 #include "passes/pipelines.h"
-#include "runtime/type_inference.h"
-#include "cli_common.h"
 
 namespace peregrine::cli {
 
@@ -76,14 +77,15 @@ int cmd_compile(int argc, char** argv) {
     st = apply_shape(g, kv->first, *dims);
     if (!st.is_ok()) return print_error(st);
   }
-  auto inferred = infer_graph_types(g);
+  auto inferred = infer_graph_types(g, reference_evaluator());
   if (!inferred.is_ok()) return print_error(inferred.status());
   const size_t nodes_before = g.nodes.size();
   std::vector<passes::PassStats> stats;
-  st = passes::optimize_graph(g, level, args.get_all("disable-pass"), &stats);
+  st =
+      passes::optimize_graph(g, level, reference_evaluator(), args.get_all("disable-pass"), &stats);
   if (!st.is_ok()) return print_error(st);
   // Fresh types for value_info (fused nodes' outputs, folded constants).
-  inferred = infer_graph_types(g);
+  inferred = infer_graph_types(g, reference_evaluator());
   if (!inferred.is_ok()) return print_error(inferred.status());
   if (args.is_set("verbose")) {
     for (const auto& s : stats)

@@ -9,15 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "backends/reference/evaluate.h"
 #include "cli_common.h"
 #include "importer/onnx/onnx_exporter.h"
 #include "importer/onnx/onnx_importer.h"
 #include "io/npy.h"
 #include "model_inputs.h"
+#include "ops/type_inference.h"
 #include "passes/pipelines.h"
 #include "quantization/calibration.h"
 #include "quantization/insert_qdq.h"
-#include "runtime/type_inference.h"
 
 namespace peregrine::cli {
 
@@ -172,12 +173,12 @@ int cmd_quantize(int argc, char** argv) {
   for (const auto& [name, shape] : shapes)
     if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
       return print_error(invalid_input("--shape: '" + name + "' is not an input of the model"));
-  auto inferred = infer_graph_types(g);
+  auto inferred = infer_graph_types(g, reference_evaluator());
   if (!inferred.is_ok()) return print_error(inferred.status());
   // Batch norms folded into their convs and constants folded first (standard ONNX still).
-  st = passes::prepare_for_quantization(g);
+  st = passes::prepare_for_quantization(g, reference_evaluator());
   if (!st.is_ok()) return print_error(st);
-  inferred = infer_graph_types(g);
+  inferred = infer_graph_types(g, reference_evaluator());
   if (!inferred.is_ok()) return print_error(inferred.status());
   auto plan = quantization::plan_quantization(g, qopts);
   if (!plan.is_ok()) return print_error(plan.status());
@@ -190,15 +191,16 @@ int cmd_quantize(int argc, char** argv) {
   // A second copy, prepared the same way (same names): calibration adds outputs to it.
   auto observed = load_onnx_model(path);
   if (!observed.is_ok()) return print_error(observed.status());
-  inferred = infer_graph_types(observed->graph);
-  if (inferred.is_ok()) st = passes::prepare_for_quantization(observed->graph);
+  inferred = infer_graph_types(observed->graph, reference_evaluator());
+  if (inferred.is_ok())
+    st = passes::prepare_for_quantization(observed->graph, reference_evaluator());
   if (!inferred.is_ok() || !st.is_ok()) return print_error(inferred.is_ok() ? st : inferred.status());
   auto ranges = quantization::calibrate(std::move(*observed), plan->activations, *samples, copts);
   if (!ranges.is_ok()) return print_error(ranges.status());
 
   st = quantization::insert_qdq(g, *plan, *ranges, qopts);
   if (!st.is_ok()) return print_error(st);
-  inferred = infer_graph_types(g);
+  inferred = infer_graph_types(g, reference_evaluator());
   if (!inferred.is_ok()) return print_error(inferred.status());
   st = save_onnx_model(*model, out, args.is_set("overwrite"));
   if (!st.is_ok()) return print_error(st);

@@ -3,7 +3,7 @@
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/copy_ops.h"
 #include "backends/cpu/kernels/vector_ops.h"
-#include "importer/onnx/onnx_importer.h"
+#include "ir/opset.h"
 #include "ops/op_schema.h"
 
 namespace peregrine::cpu {

@@ -2,7 +2,7 @@
 
 #include "backends/reference/reference_backend.h"
 #include "ops/op_schema.h"
-#include "runtime/type_inference.h"
+#include "ops/type_inference.h"
 
 namespace peregrine {
 
@@ -30,6 +30,24 @@ Expected<std::vector<RuntimeValue>> evaluate_on_reference(
   KernelContext kctx(node, inputs, ictx.output_types(), nullptr, 1);
   PG_RETURN_IF_ERROR((*fn)(kctx));
   return std::move(kctx.outputs());
+}
+
+namespace {
+
+class ReferenceEvaluator final : public NodeEvaluator {
+ public:
+  bool supports(const ir::Node& node) const override { return reference_backend().supports(node); }
+  Expected<std::vector<RuntimeValue>> evaluate(
+      const ir::Node& node, const std::vector<const RuntimeValue*>& inputs) const override {
+    return evaluate_on_reference(node, inputs);
+  }
+};
+
+}  // namespace
+
+const NodeEvaluator& reference_evaluator() {
+  static const ReferenceEvaluator evaluator;
+  return evaluator;
 }
 
 ir::Node make_eval_node(const std::string& op_type, int opset) {

@@ -9,6 +9,7 @@
 
 #include "core/runtime_value.h"
 #include "ir/graph.h"
+#include "ops/node_evaluator.h"
 
 namespace peregrine {
 
@@ -16,6 +17,9 @@ namespace peregrine {
 // are not supported (there is no scope to run them in).
 Expected<std::vector<RuntimeValue>> evaluate_on_reference(
     const ir::Node& node, const std::vector<const RuntimeValue*>& inputs);
+
+// The reference kernels as the NodeEvaluator type inference and constant folding take.
+const NodeEvaluator& reference_evaluator();
 
 // A default-domain node for evaluate_tensor (opset 18 unless given).
 ir::Node make_eval_node(const std::string& op_type, int opset = 18);

@@ -7,6 +7,7 @@
 
 #include "core/runtime_value.h"
 #include "ir/graph.h"
+#include "ir/opset.h"
 
 namespace onnx {
 class TensorProto;
@@ -21,10 +22,6 @@ struct ImportLimits {
   int max_subgraph_depth = 16;                // If/Loop/Scan nested in each other
   int max_function_depth = 16;                // functions calling functions
 };
-
-// Newest default-domain opset this build understands (that of the pinned onnx).
-inline constexpr int kMaxOnnxOpset = 28;
-inline constexpr int kMinOnnxOpset = 1;
 
 Expected<ir::Model> load_onnx_model(const std::string& path, const ImportLimits& limits = {});
 Expected<ir::Model> parse_onnx_model(const std::string& bytes, const std::string& model_dir,

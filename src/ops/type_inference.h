@@ -1,7 +1,7 @@
 // Static shape and type inference over a whole graph, with constant propagation:
 // a node whose inputs are all known (initializers, Shape of a static tensor, ...)
-// and small is evaluated with the reference backend, so the Shape -> Gather ->
-// Concat -> Reshape chains of exported models end in static shapes.
+// and small is evaluated (by the caller's NodeEvaluator, the reference kernels), so the
+// Shape -> Gather -> Concat -> Reshape chains of exported models end in static shapes.
 #pragma once
 
 #include <map>
@@ -9,6 +9,7 @@
 
 #include "core/runtime_value.h"
 #include "ir/graph.h"
+#include "ops/node_evaluator.h"
 
 namespace peregrine {
 
@@ -17,8 +18,9 @@ struct InferenceResult {
 };
 
 // Graph input types must already be set (declared or overridden by the user).
-// `outer` maps names visible from enclosing graphs to their types.
-Expected<InferenceResult> infer_graph_types(ir::Graph& graph,
+// `evaluator` computes the small nodes whose inputs are all known; `outer` maps names visible
+// from enclosing graphs to their types.
+Expected<InferenceResult> infer_graph_types(ir::Graph& graph, const NodeEvaluator& evaluator,
                                             const std::map<std::string, ir::ValueType>& outer = {});
 
 // The type a concrete runtime value has.

@@ -1,6 +1,5 @@
-#include "runtime/type_inference.h"
+#include "ops/type_inference.h"
 
-#include "backends/reference/reference_backend.h"
 #include "ops/op_schema.h"
 
 namespace peregrine {
@@ -39,18 +38,18 @@ ir::ValueType type_of(const RuntimeValue& v) {
 }
 
 bool is_deterministic_op(const ir::Node& n) {
-  static const char* kRandom[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                  "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  static const char* kRandom[] = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+      "Multinomial",  "Bernoulli",     "Dropout"};
   for (const char* r : kRandom)
     if (n.op_type == r) return false;
   return !has_subgraph(n);
 }
 
-Expected<InferenceResult> infer_graph_types(ir::Graph& g,
+Expected<InferenceResult> infer_graph_types(ir::Graph& g, const NodeEvaluator& evaluator,
                                             const std::map<std::string, ir::ValueType>& outer) {
   InferenceResult result;
   const SchemaRegistry& schemas = SchemaRegistry::global();
-  const ReferenceBackend& ref = reference_backend();
   for (auto& [name, v] : g.values)
     if (v.initializer) result.known_values[name] = *v.initializer;
 
@@ -83,7 +82,8 @@ Expected<InferenceResult> infer_graph_types(ir::Graph& g,
     // An input whose type is unknown until run time (e.g. an untyped If output):
     // leave this node's outputs unknown; the executor infers them from real values.
     bool input_unknown = false;
-    for (const ir::ValueType* t : in_types) input_unknown |= t && t->kind == ir::ValueType::Kind::kUnknown;
+    for (const ir::ValueType* t : in_types)
+      input_unknown |= t && t->kind == ir::ValueType::Kind::kUnknown;
     if (input_unknown) continue;
     InferContext ctx(node, in_types, in_values);
     PG_RETURN_IF_ERROR(schema->infer(ctx));
@@ -93,43 +93,51 @@ Expected<InferenceResult> infer_graph_types(ir::Graph& g,
       ir::ValueType inferred = ctx.output_types()[i];
       // Keep a declared type where inference knows less.
       if (inferred.kind == ir::ValueType::Kind::kUnknown ||
-          (inferred.is_tensor() && !inferred.has_shape && out.type.is_tensor() && out.type.has_shape)) {
+          (inferred.is_tensor() && !inferred.has_shape && out.type.is_tensor() &&
+           out.type.has_shape)) {
         if (out.type.kind == ir::ValueType::Kind::kUnknown) out.type = inferred;
         if (inferred.is_tensor() && out.type.is_tensor() && inferred.dtype != DType::kUndefined)
           out.type.dtype = inferred.dtype;
       } else {
         out.type = inferred;
       }
-      if (ctx.output_values()[i].defined()) result.known_values[node.outputs[i]] = ctx.output_values()[i];
+      if (ctx.output_values()[i].defined())
+        result.known_values[node.outputs[i]] = ctx.output_values()[i];
     }
     // Constant propagation through small deterministic nodes.
     bool all_known = !node.inputs.empty();
     int64_t elements = 0;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (node.inputs[i].empty()) continue;
-      if (!in_values[i]) { all_known = false; break; }
+      if (!in_values[i]) {
+        all_known = false;
+        break;
+      }
       elements += in_values[i]->numel();
     }
     if (node.op_type == "Constant" && node.domain.empty()) all_known = true;
     bool outputs_known = true;
     for (size_t i = 0; i < node.outputs.size(); ++i)
-      if (!node.outputs[i].empty() && !result.known_values.count(node.outputs[i])) outputs_known = false;
+      if (!node.outputs[i].empty() && !result.known_values.count(node.outputs[i]))
+        outputs_known = false;
     if (all_known && !outputs_known && elements <= kMaxFoldElements && is_deterministic_op(node) &&
-        ref.supports(node)) {
+        evaluator.supports(node)) {
       std::vector<RuntimeValue> holders;
       holders.reserve(node.inputs.size());
       std::vector<const RuntimeValue*> ins;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (node.inputs[i].empty()) { ins.push_back(nullptr); continue; }
+        if (node.inputs[i].empty()) {
+          ins.push_back(nullptr);
+          continue;
+        }
         holders.push_back(RuntimeValue::of(*in_values[i]));
         ins.push_back(&holders.back());
       }
-      KernelContext kctx(node, ins, ctx.output_types(), nullptr, 1);
-      auto kernel = ref.prepare(node, {});
-      if (kernel.is_ok() && (*kernel)->run(kctx).is_ok()) {
-        for (size_t i = 0; i < node.outputs.size(); ++i) {
-          if (node.outputs[i].empty() || !kctx.outputs()[i].is_tensor()) continue;
-          const Tensor& t = kctx.outputs()[i].tensor;
+      auto outputs = evaluator.evaluate(node, ins);
+      if (outputs.is_ok()) {
+        for (size_t i = 0; i < node.outputs.size() && i < outputs->size(); ++i) {
+          if (node.outputs[i].empty() || !(*outputs)[i].is_tensor()) continue;
+          const Tensor& t = (*outputs)[i].tensor;
           if (t.numel() > kMaxFoldElements) continue;
           result.known_values[node.outputs[i]] = t;
           g.value(node.outputs[i]).type = ir::ValueType::tensor(t.dtype(), t.shape());
