@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/precision.h"
-#include "core/runtime_value.h"
-#include "core/status.h"
-#include "core/tensor.h"
+#include "peregrine/precision.h"
+#include "peregrine/runtime_value.h"
+#include "peregrine/status.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 
@@ -109,13 +109,9 @@ class Session {
   // no folder to read it from).
   static Expected<std::unique_ptr<Session>> load_from_bytes(const std::string& bytes,
                                                             const SessionOptions& options);
-  // The same from a model already imported (and perhaps edited: calibration adds outputs).
-  static Expected<std::unique_ptr<Session>> from_model(ir::Model&& model,
-                                                       const SessionOptions& options);
 
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
-  const ir::Model& model() const { return *model_; }
   const SessionOptions& options() const { return options_; }
 
   // Inputs by name (all graph inputs required); outputs in graph order.
@@ -131,6 +127,10 @@ class Session {
   std::vector<NodeKernel> node_kernels() const;
 
  private:
+  // The layers above the runtime reach the optimized model through runtime/session_internals.h.
+  friend Expected<std::unique_ptr<Session>> session_from_model(ir::Model&& model,
+                                                               const SessionOptions& options);
+  friend const ir::Model& session_model(const Session& session);
   Session() = default;
   static Expected<std::unique_ptr<Session>> compile(ir::Model model, const SessionOptions& options);
   // An executor no run is using (a replica of executor_ when every one is busy), and its return.

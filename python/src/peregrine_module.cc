@@ -22,12 +22,13 @@
 
 #include "core/file_io.h"
 #include "core/json_text.h"
-#include "core/precision.h"
 #include "ir/graph.h"
+#include "peregrine/precision.h"
 #include "peregrine/session.h"
 #include "profiler/trace.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/session_internals.h"
 
 namespace nb = nanobind;
 
@@ -196,7 +197,7 @@ class PySession {
     for (const auto& io : base_->inputs())
       dynamic_ |= io.is_tensor && std::any_of(io.shape.begin(), io.shape.end(),
                                                [](int64_t d) { return d < 0; });
-    for (const auto& [name, v] : base_->model().graph.values)
+    for (const auto& [name, v] : session_model(*base_).graph.values)
       if (v.initializer && v.initializer->raw() && v.initializer->dtype() != DType::kString)
         weights_.push_back(range_of(*v.initializer));
     compile_profile_plans();
@@ -476,8 +477,8 @@ NB_MODULE(_peregrine, m) {
       });
 
   nb::class_<PySession>(m, "_Session")
-      .def(nb::init<nb::object, const SessionOptions&, int>(), nb::arg("model"),
-           nb::arg("options"), nb::arg("max_plans"))
+      .def(nb::init<nb::object, const SessionOptions&, int>(), nb::arg("model"), nb::arg("options"),
+           nb::arg("max_plans"))
       .def("run", &PySession::run, nb::arg("arrays"), nb::arg("strings"), nb::arg("sequences"),
            nb::arg("absent"))
       .def("inputs",
@@ -494,7 +495,7 @@ NB_MODULE(_peregrine, m) {
            })
       .def("metadata",
            [](const PySession& s) {
-             const ir::Model& m = s.base().model();
+             const ir::Model& m = session_model(s.base());
              nb::dict d;
              d["producer_name"] = m.producer_name;
              d["producer_version"] = m.producer_version;
@@ -516,5 +517,4 @@ NB_MODULE(_peregrine, m) {
       .def("start_profiling", &PySession::start_profiling)
       .def("end_profiling", &PySession::end_profiling, nb::arg("path"))
       .def("plan_stats", &PySession::plan_stats);
-
 }

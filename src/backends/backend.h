@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime_value.h"
 #include "core/status_error.h"
 #include "ir/attributes.h"
 #include "ir/graph.h"
+#include "peregrine/runtime_value.h"
 
 namespace peregrine {
 

@@ -1,4 +1,4 @@
-#include "core/dtype.h"
+#include "peregrine/dtype.h"
 
 namespace peregrine {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/status.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/dtype.h"
+#include "peregrine/dtype.h"
 
 namespace peregrine {
 

@@ -1,4 +1,4 @@
-#include "core/precision.h"
+#include "peregrine/precision.h"
 
 namespace peregrine {
 

@@ -7,7 +7,7 @@
 #include <exception>
 #include <string>
 
-#include "core/status.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 

@@ -1,4 +1,4 @@
-#include "core/tensor.h"
+#include "peregrine/tensor.h"
 
 #include <cmath>
 #include <complex>

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/tensor.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/precision.h"
-#include "core/tensor.h"
+#include "peregrine/precision.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::ir {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/json_value.h"
-#include "core/status.h"
 #include "lab/run_record.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 

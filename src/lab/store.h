@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "lab/run_record.h"
+#include "peregrine/status.h"
 
 struct sqlite3;
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/checked_math.h"
-#include "core/status.h"
 #include "ir/attributes.h"
 #include "ir/graph.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/tensor.h"
+#include "peregrine/status.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 

@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "core/runtime_value.h"
-#include "core/status.h"
 #include "ir/graph.h"
+#include "peregrine/runtime_value.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/checked_math.h"
-#include "core/tensor.h"
 #include "ir/attributes.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
-#include "core/runtime_value.h"
 #include "ir/graph.h"
 #include "ops/node_evaluator.h"
+#include "peregrine/runtime_value.h"
 
 namespace peregrine {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/precision.h"
 #include "ir/graph.h"
+#include "peregrine/precision.h"
 
 namespace peregrine::passes {
 

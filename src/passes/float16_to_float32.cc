@@ -18,10 +18,10 @@
 #include <set>
 #include <string>
 
-#include "core/float_types.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 #include "passes/pass_util.h"
+#include "peregrine/float_types.h"
 
 namespace peregrine::passes {
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/status.h"
 #include "ir/graph.h"
+#include "peregrine/status.h"
 
 namespace peregrine::passes {
 

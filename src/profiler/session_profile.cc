@@ -9,6 +9,7 @@
 #include "ops/op_schema.h"
 #include "peregrine/session.h"
 #include "runtime/executor.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine::profiler {
 
@@ -63,7 +64,7 @@ Expected<SessionProfile> profile_session(Session& session,
                                          const std::map<std::string, RuntimeValue>& inputs,
                                          int iterations, const PrecisionRoofs& roofs,
                                          size_t bottleneck_count) {
-  const ir::Graph& graph = session.model().graph;
+  const ir::Graph& graph = session_model(session).graph;
   std::unordered_map<const ir::Node*, size_t> node_index;
   for (size_t i = 0; i < graph.nodes.size(); ++i) node_index[graph.nodes[i].get()] = i;
 

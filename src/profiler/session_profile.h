@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/runtime_value.h"
-#include "core/status.h"
+#include "peregrine/runtime_value.h"
+#include "peregrine/status.h"
 #include "profiler/report.h"
 #include "profiler/roofline.h"
 #include "profiler/trace.h"

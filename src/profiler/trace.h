@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "peregrine/status.h"
 
 namespace peregrine::profiler {
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine::quantization {
 
@@ -133,7 +134,7 @@ Expected<std::map<std::string, Range>> calibrate(
   SessionOptions so;
   so.opt_level = 0;  // every observed tensor must survive as it is named
   so.num_threads = options.num_threads;
-  PG_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::from_model(std::move(model), so));
+  PG_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, session_from_model(std::move(model), so));
   std::map<std::string, size_t> output_index;
   for (size_t i = 0; i < session->outputs().size(); ++i) output_index[session->outputs()[i].name] = i;
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/tensor.h"
 #include "ir/graph.h"
+#include "peregrine/status.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::quantization {
 

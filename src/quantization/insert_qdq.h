@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "ir/graph.h"
+#include "peregrine/status.h"
 #include "quantization/calibration.h"
 
 namespace peregrine::quantization {

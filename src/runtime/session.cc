@@ -16,6 +16,7 @@
 #include "runtime/backend_registry.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine {
 
@@ -138,9 +139,9 @@ Expected<std::unique_ptr<Session>> Session::load_from_bytes(const std::string& b
   });
 }
 
-Expected<std::unique_ptr<Session>> Session::from_model(ir::Model&& model,
-                                                       const SessionOptions& options) {
-  return guarded("model", [&] { return compile(std::move(model), options); });
+Expected<std::unique_ptr<Session>> session_from_model(ir::Model&& model,
+                                                      const SessionOptions& options) {
+  return guarded("model", [&] { return Session::compile(std::move(model), options); });
 }
 
 Expected<std::unique_ptr<Session>> Session::compile(ir::Model model,
@@ -316,5 +317,11 @@ MemoryPlanStats Session::memory_plan_stats() const {
   }
   return stats;
 }
+
+}  // namespace peregrine
+
+namespace peregrine {
+
+const ir::Model& session_model(const Session& session) { return *session.model_; }
 
 }  // namespace peregrine

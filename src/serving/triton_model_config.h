@@ -10,11 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/json_value.h"
-#include "core/status.h"
-#include "core/tensor.h"
+#include "peregrine/dtype.h"
 #include "peregrine/session.h"
+#include "peregrine/status.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::serving {
 

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "backends/reference/evaluate.h"
-#include "core/float_types.h"
 #include "graph_builder.h"
 #include "passes/pass_list.h"
 #include "passes/pass_manager.h"
+#include "peregrine/float_types.h"
 
 namespace peregrine::testing {
 namespace {

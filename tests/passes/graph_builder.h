@@ -13,10 +13,10 @@
 
 #include "backends/reference/evaluate.h"
 #include "backends/reference/reference_backend.h"
-#include "core/float_types.h"
 #include "ir/verifier.h"
 #include "ops/type_inference.h"
 #include "passes/pass_util.h"
+#include "peregrine/float_types.h"
 #include "runtime/executor.h"
 
 namespace peregrine::testing {

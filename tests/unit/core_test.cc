@@ -7,8 +7,8 @@
 
 #include "core/checked_math.h"
 #include "core/narrow_float.h"
-#include "core/tensor.h"
 #include "core/utc_time.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 namespace {

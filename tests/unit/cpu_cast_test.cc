@@ -1,5 +1,5 @@
 // Cast between float32 and float16 / bfloat16 on the CPU backend: the conversion maps at every
-// ISA level against core/float_types.h's rounding (ties, overflow, subnormals, NaN, odd
+// ISA level against peregrine/float_types.h's rounding (ties, overflow, subnormals, NaN, odd
 // lengths, no write past the end), and the Cast kernel against the reference kernel.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ukernels/f16_convert_ukernels.h"
-#include "core/float_types.h"
 #include "cpu_one_node_graph.h"
+#include "peregrine/float_types.h"
 
 namespace peregrine {
 namespace {

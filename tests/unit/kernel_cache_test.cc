@@ -8,6 +8,7 @@
 #include "../passes/graph_builder.h"
 #include "passes/pass_util.h"
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine {
 namespace {
@@ -36,7 +37,7 @@ std::unique_ptr<Session> compile(ir::Model model, Shape x_shape, const std::stri
   options.backend = backend;
   options.input_shapes["x"] = std::move(x_shape);
   options.kernel_cache = std::move(cache);
-  auto s = Session::from_model(std::move(model), options);
+  auto s = session_from_model(std::move(model), options);
   EXPECT_TRUE(s.is_ok()) << s.status().message();
   return s.is_ok() ? std::move(s).value() : nullptr;
 }

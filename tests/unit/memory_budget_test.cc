@@ -1,11 +1,13 @@
 // The memory budget: a model whose static tensors need more than SessionOptions'
 // memory_limit_bytes fails to load with the numbers (before its arena is allocated); a model
 // inside it, or with no limit, loads; Tensor::make refuses more than physical memory.
+#include "core/memory_budget.h"
+
 #include <gtest/gtest.h>
 
 #include "../passes/graph_builder.h"
-#include "core/memory_budget.h"
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine {
 namespace {
@@ -28,7 +30,7 @@ ir::Model expanding_model() {
 TEST(MemoryBudget, RefusesAModelOverItWithTheNumbers) {
   SessionOptions o;
   o.memory_limit_bytes = 2 << 20;
-  auto s = Session::from_model(expanding_model(), o);
+  auto s = session_from_model(expanding_model(), o);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidModel);
   const std::string& m = s.status().message();
@@ -36,11 +38,11 @@ TEST(MemoryBudget, RefusesAModelOverItWithTheNumbers) {
   EXPECT_NE(m.find("memory budget of 2.0 MiB"), std::string::npos) << m;
 
   o.memory_limit_bytes = 64 << 20;
-  EXPECT_TRUE(Session::from_model(expanding_model(), o).is_ok());
+  EXPECT_TRUE(session_from_model(expanding_model(), o).is_ok());
   o.memory_limit_bytes = -1;  // no limit
-  EXPECT_TRUE(Session::from_model(expanding_model(), o).is_ok());
+  EXPECT_TRUE(session_from_model(expanding_model(), o).is_ok());
   o.memory_limit_bytes = 0;  // the default: three quarters of physical memory
-  EXPECT_TRUE(Session::from_model(expanding_model(), o).is_ok());
+  EXPECT_TRUE(session_from_model(expanding_model(), o).is_ok());
 }
 
 TEST(MemoryBudget, TensorsPastPhysicalMemoryAreRefused) {

@@ -6,6 +6,7 @@
 
 #include "../passes/graph_builder.h"
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine::profiler {
 namespace {
@@ -21,7 +22,7 @@ std::unique_ptr<Session> linear_session() {
   ir::Model m;
   m.ir_version = 8;
   m.graph = b.build();
-  auto s = Session::from_model(std::move(m), SessionOptions{});
+  auto s = session_from_model(std::move(m), SessionOptions{});
   EXPECT_TRUE(s.is_ok()) << s.status().message();
   return s.is_ok() ? std::move(s).value() : nullptr;
 }

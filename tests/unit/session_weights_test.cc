@@ -2,17 +2,17 @@
 // and only those: a constant some other reader needs keeps its data, and outputs match the
 // reference backend, which packs nothing.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
-
-#include <unistd.h>
 
 #include "../passes/graph_builder.h"
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/ukernels/f32_conv2d_grouped_ukernels.h"
 #include "importer/onnx/onnx_exporter.h"
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine {
 namespace {
@@ -39,7 +39,7 @@ std::unique_ptr<Session> load(const std::string& path, const std::string& backen
 }
 
 const std::optional<Tensor>& initializer(const Session& s, const std::string& name) {
-  return s.model().graph.values.at(name).initializer;
+  return session_model(s).graph.values.at(name).initializer;
 }
 
 // Saves `g` (peregrine-domain ops at opset 1), loads it on the CPU and reference backends,

@@ -4,6 +4,7 @@
 
 #include "../passes/graph_builder.h"
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine {
 namespace {
@@ -22,7 +23,7 @@ Expected<std::unique_ptr<Session>> with_profile(ShapeProfile p, Shape fixed = {}
   SessionOptions options;
   options.shape_profiles["x"] = std::move(p);
   if (!fixed.empty()) options.input_shapes["x"] = std::move(fixed);
-  return Session::from_model(relu_model(), options);
+  return session_from_model(relu_model(), options);
 }
 
 TEST(ShapeProfile, RunsInsideTheRangeOnly) {
@@ -70,7 +71,7 @@ TEST(ShapeProfile, BadProfilesAreRefused) {
       << outside.status().message();
   SessionOptions options;
   options.shape_profiles["y"] = {{1}, {1}, {1}};
-  auto unknown = Session::from_model(relu_model(), options);
+  auto unknown = session_from_model(relu_model(), options);
   ASSERT_FALSE(unknown.is_ok());
   EXPECT_NE(unknown.status().message().find("'y' is not an input of the model"), std::string::npos)
       << unknown.status().message();

@@ -11,14 +11,15 @@
 
 #include "cli_common.h"
 #include "core/json_text.h"
-#include "core/runtime_value.h"
 #include "ir/graph.h"
 #include "lab/run_record.h"
 #include "lab/stats.h"
 #include "model_inputs.h"
+#include "peregrine/runtime_value.h"
 #include "peregrine/session.h"
 #include "profiler/machine.h"
 #include "record_run.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine::cli {
 
@@ -293,7 +294,7 @@ int cmd_bench(int argc, char** argv) {
   r.throughput_per_s = r.measured_wall_ms > 0 ? r.latency.count * 1000.0 / r.measured_wall_ms : 0;
   r.peak_rss_mb = peak_rss_mib();
 
-  r.activations = static_activation_bytes(s.model().graph);
+  r.activations = static_activation_bytes(session_model(s).graph);
   r.arena = s.memory_plan_stats();
   if (r.activations.unknown > 0) {
     // Dims the model leaves open were fixed by the inputs; infer shapes again with them
@@ -301,7 +302,7 @@ int cmd_bench(int argc, char** argv) {
     SessionOptions fixed = options;
     for (const auto& [name, t] : *inputs) fixed.input_shapes[name] = t.shape();
     if (auto again = Session::load(r.model, fixed); again.is_ok())
-      r.activations = static_activation_bytes((*again)->model().graph);
+      r.activations = static_activation_bytes(session_model(**again).graph);
   }
 
   std::ostringstream options_json;

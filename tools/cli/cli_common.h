@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/tensor.h"
 #include "peregrine/session.h"
+#include "peregrine/status.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::cli {
 

@@ -10,6 +10,7 @@
 #include "model_inputs.h"
 #include "ops/op_schema.h"
 #include "peregrine/session.h"
+#include "runtime/session_internals.h"
 
 namespace peregrine::cli {
 
@@ -78,7 +79,7 @@ int cmd_inspect(int argc, char** argv) {
   }
   auto session = Session::load(args.positional()[0], options);
   if (!session.is_ok()) return print_error(session.status());
-  const ir::Model& model = (*session)->model();
+  const ir::Model& model = session_model(**session);
   Summary sum;
   summarize(model.graph, &sum);
   const MemoryPlanStats mem = (*session)->memory_plan_stats();

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "cli_common.h"
-#include "core/status.h"
-#include "core/tensor.h"
 #include "peregrine/session.h"
+#include "peregrine/status.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::cli {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/status.h"
+#include "peregrine/dtype.h"
+#include "peregrine/status.h"
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 

@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/float_types.h"
-#include "core/tensor.h"
+#include "peregrine/float_types.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 

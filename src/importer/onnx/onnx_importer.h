@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "core/runtime_value.h"
 #include "ir/graph.h"
 #include "ir/opset.h"
+#include "peregrine/runtime_value.h"
 
 namespace onnx {
 class TensorProto;

@@ -12,7 +12,7 @@
 
 #include "backends/cpu/kernels/vector_ops.h"
 #include "backends/cpu/thread_pool.h"
-#include "core/tensor.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::cpu {
 

@@ -11,8 +11,8 @@
 #include "backends/cpu/kernels/vector_ops.h"
 #include "backends/cpu/thread_pool.h"
 #include "backends/cpu/ukernels/f16_convert_ukernels.h"
-#include "core/float_types.h"
 #include "ir/attributes.h"
+#include "peregrine/float_types.h"
 
 namespace peregrine::cpu {
 

@@ -13,7 +13,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/ukernels/f32_dwconv2d_ukernels.h"
-#include "core/status.h"
+#include "peregrine/status.h"
 
 namespace peregrine::cpu {
 

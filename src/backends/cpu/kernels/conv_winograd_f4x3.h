@@ -22,7 +22,7 @@
 #include "backends/cpu/gemm/f32_gemm.h"
 #include "backends/cpu/kernels/conv_winograd_driver.h"
 #include "backends/cpu/ukernels/f32_winograd_ukernels.h"
-#include "core/status.h"
+#include "peregrine/status.h"
 
 namespace peregrine::cpu {
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine::cpu {
 

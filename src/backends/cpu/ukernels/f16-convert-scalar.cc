@@ -1,6 +1,6 @@
-// float16 <-> float32 one element at a time (core/float_types.h): the reference's rounding.
+// float16 <-> float32 one element at a time (peregrine/float_types.h): the reference's rounding.
 #include "backends/cpu/ukernels/f16_convert_ukernels.h"
-#include "core/float_types.h"
+#include "peregrine/float_types.h"
 
 namespace peregrine::cpu::scalar {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/float_types.h"
+#include "peregrine/float_types.h"
 
 namespace peregrine {
 
@@ -55,20 +55,63 @@ bool dtype_is_integer(DType t);  // signed or unsigned, incl. 4-bit and 2-bit
 bool dtype_is_signed(DType t);
 
 // Maps a C++ storage type to its DType.
-template <typename T> struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
-template <> struct DTypeOf<Float16> { static constexpr DType value = DType::kFloat16; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::kBFloat16; };
-template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::kInt8; };
-template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kInt16; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kUInt8; };
-template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kUInt16; };
-template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kUInt32; };
-template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::kUInt64; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
-template <> struct DTypeOf<std::string> { static constexpr DType value = DType::kString; };
+template <typename T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::kFloat32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::kFloat64;
+};
+template <>
+struct DTypeOf<Float16> {
+  static constexpr DType value = DType::kFloat16;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::kBFloat16;
+};
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::kInt16;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::kInt32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::kInt64;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::kUInt8;
+};
+template <>
+struct DTypeOf<uint16_t> {
+  static constexpr DType value = DType::kUInt16;
+};
+template <>
+struct DTypeOf<uint32_t> {
+  static constexpr DType value = DType::kUInt32;
+};
+template <>
+struct DTypeOf<uint64_t> {
+  static constexpr DType value = DType::kUInt64;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::kBool;
+};
+template <>
+struct DTypeOf<std::string> {
+  static constexpr DType value = DType::kString;
+};
 
 }  // namespace peregrine

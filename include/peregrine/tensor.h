@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/status.h"
+#include "peregrine/dtype.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 
@@ -38,7 +38,9 @@ class Tensor {
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, Shape shape);
   template <typename T>
-  static Tensor scalar(T value) { return from_vector<T>({value}, {}); }
+  static Tensor scalar(T value) {
+    return from_vector<T>({value}, {});
+  }
   // A tensor over memory it does not own (a block of an executor's arena, a caller's buffer):
   // no allocation besides the shape, no zero-fill. The owner keeps `data` alive, large enough
   // and suitably aligned for as long as any copy of the view is in use. Not for strings.
@@ -52,8 +54,14 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
 
-  template <typename T> T* data() { return static_cast<T*>(raw()); }
-  template <typename T> const T* data() const { return static_cast<const T*>(raw()); }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw());
+  }
   void* raw() { return buffer_ ? buffer_.get() : nullptr; }
   const void* raw() const { return buffer_ ? buffer_.get() : nullptr; }
   // True when this is the only reference to storage it owns: not a view, and no copy or

@@ -23,7 +23,7 @@ inline float bits_float(uint32_t u) {
 struct Float16 {
   uint16_t bits = 0;
   Float16() = default;
-  Float16(float f) : bits(from_float(f)) {}  // NOLINT: implicit like a builtin float
+  Float16(float f) : bits(from_float(f)) {}          // NOLINT: implicit like a builtin float
   operator float() const { return to_float(bits); }  // NOLINT
 
   static uint16_t from_float(float f) {
@@ -60,7 +60,7 @@ struct Float16 {
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
-  BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
+  BFloat16(float f) : bits(from_float(f)) {}                                        // NOLINT
   operator float() const { return bits_float(static_cast<uint32_t>(bits) << 16); }  // NOLINT
 
   static uint16_t from_float(float f) {

@@ -11,10 +11,10 @@ namespace peregrine {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidModel,   // the model file breaks a rule (exit code 2)
-  kInvalidInput,   // a user-supplied input or flag is wrong (exit code 2)
-  kUnsupported,    // valid ONNX that Peregrine does not implement (exit code 2)
-  kInternal,       // a bug in Peregrine (exit code 1)
+  kInvalidModel,  // the model file breaks a rule (exit code 2)
+  kInvalidInput,  // a user-supplied input or flag is wrong (exit code 2)
+  kUnsupported,   // valid ONNX that Peregrine does not implement (exit code 2)
+  kInternal,      // a bug in Peregrine (exit code 1)
 };
 
 class [[nodiscard]] Status {
@@ -36,9 +36,12 @@ class [[nodiscard]] Status {
   // 0 ok, 2 bad model / bad input / unsupported, 1 internal error.
   int exit_code() const {
     switch (code_) {
-      case StatusCode::kOk: return 0;
-      case StatusCode::kInternal: return 1;
-      default: return 2;
+      case StatusCode::kOk:
+        return 0;
+      case StatusCode::kInternal:
+        return 1;
+      default:
+        return 2;
     }
   }
 
@@ -47,8 +50,12 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_model(std::string m) { return Status(StatusCode::kInvalidModel, std::move(m)); }
-inline Status invalid_input(std::string m) { return Status(StatusCode::kInvalidInput, std::move(m)); }
+inline Status invalid_model(std::string m) {
+  return Status(StatusCode::kInvalidModel, std::move(m));
+}
+inline Status invalid_input(std::string m) {
+  return Status(StatusCode::kInvalidInput, std::move(m));
+}
 inline Status unsupported(std::string m) { return Status(StatusCode::kUnsupported, std::move(m)); }
 inline Status internal_error(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
@@ -56,7 +63,7 @@ inline Status internal_error(std::string m) { return Status(StatusCode::kInterna
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Expected(Status status) : status_(std::move(status)) {}  // NOLINT
   bool is_ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
@@ -78,17 +85,17 @@ class [[nodiscard]] Expected {
 #define PG_CONCAT(a, b) PG_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function when it is not ok.
-#define PG_RETURN_IF_ERROR(expr)                      \
-  do {                                                \
-    ::peregrine::Status pg_status_ = (expr);          \
-    if (!pg_status_.is_ok()) return pg_status_;       \
+#define PG_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::peregrine::Status pg_status_ = (expr);    \
+    if (!pg_status_.is_ok()) return pg_status_; \
   } while (0)
 
 // Declares `lhs` from an Expected, or returns its Status.
-#define PG_ASSIGN_OR_RETURN(lhs, expr)                              \
-  auto PG_CONCAT(pg_expected_, __LINE__) = (expr);                  \
-  if (!PG_CONCAT(pg_expected_, __LINE__).is_ok())                   \
-    return PG_CONCAT(pg_expected_, __LINE__).status();              \
+#define PG_ASSIGN_OR_RETURN(lhs, expr)                 \
+  auto PG_CONCAT(pg_expected_, __LINE__) = (expr);     \
+  if (!PG_CONCAT(pg_expected_, __LINE__).is_ok())      \
+    return PG_CONCAT(pg_expected_, __LINE__).status(); \
   lhs = std::move(PG_CONCAT(pg_expected_, __LINE__)).value()
 
 // Returns an error Status built from the message when the condition is false.

@@ -4,17 +4,17 @@
 
 #include <vector>
 
-#include "core/tensor.h"
+#include "peregrine/tensor.h"
 
 namespace peregrine {
 
 struct RuntimeValue {
   enum class Kind { kTensor, kSequence, kNone };
   Kind kind = Kind::kNone;
-  Tensor tensor;                  // kind == kTensor
-  std::vector<Tensor> sequence;   // kind == kSequence
+  Tensor tensor;                             // kind == kTensor
+  std::vector<Tensor> sequence;              // kind == kSequence
   DType sequence_dtype = DType::kUndefined;  // element type of an empty sequence
-  bool is_optional = false;       // declared as optional(...) in the graph
+  bool is_optional = false;                  // declared as optional(...) in the graph
 
   static RuntimeValue of(Tensor t) {
     RuntimeValue v;

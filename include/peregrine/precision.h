@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "peregrine/status.h"
 
 namespace peregrine {
 
