@@ -11,7 +11,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PEREGRINE := $(BUILD)/bin/peregrine
 
-.PHONY: all setup build test demo serve-demo unit conformance robustness lab-tests python-tests serving-tests install-test fuzz sanitize clean format-check tidy
+.PHONY: all setup build test demo serve-demo unit conformance robustness lab-tests python-tests serving-tests build-tests fuzz sanitize clean format-check tidy
 
 # Paths below the checkout hashed relative to it, so the wheel's build folder (build-wheel/)
 # and build/ can share compiled objects through ccache.
@@ -88,11 +88,13 @@ python-tests: build
 serving-tests: build
 	python3 tests/serving/test_triton.py --peregrine $(PEREGRINE)
 
-# The installed package (cmake --install) used by a project outside the tree: examples/cpp.
-install-test: build
-	tests/install/test_install.sh $(BUILD)
+# The build itself: the layer check refuses back-edges; the installed package (cmake --install)
+# serves a project outside the tree (examples/cpp).
+build-tests: build
+	python3 tests/build/test_check_layers.py $(BUILD)
+	tests/build/test_install.sh $(BUILD)
 
-test: format-check unit robustness conformance lab-tests python-tests serving-tests install-test sanitize
+test: format-check unit robustness conformance lab-tests python-tests serving-tests build-tests sanitize
 
 # Coverage-guided fuzzing (tests/fuzz/run_fuzz.sh): corpora and findings outside the checkout,
 # in ~/.cache/peregrine/fuzz. docs/RELIABILITY.md says what is fuzzed and how to replay a finding.
