@@ -91,8 +91,8 @@ serving-tests: build
 # The build itself: the layer check refuses back-edges; the installed package (cmake --install)
 # serves a project outside the tree (examples/cpp).
 build-tests: build
-	python3 tests/build/test_check_layers.py $(BUILD)
-	tests/build/test_install.sh $(BUILD)
+	python3 tests/cmake/test_check_layers.py $(BUILD)
+	tests/cmake/test_install.sh $(BUILD)
 
 test: format-check unit robustness conformance lab-tests python-tests serving-tests build-tests sanitize
 

@@ -2,7 +2,7 @@
 # The installed package as another project uses it: `cmake --install` into a temporary prefix,
 # examples/cpp built against that prefix alone (so the public headers must stand by themselves),
 # run on a small model, its output checked.
-#   tests/build/test_install.sh [BUILD_DIR]
+#   tests/cmake/test_install.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
