@@ -366,6 +366,226 @@ PackedMatrix PackedMatrix::pack_b(const GemmKernelInfo& kernel, MatrixView b, in
   return pm;
 }
 
+namespace {
+
+// What f32_gemm decides once per call: how the work splits into tasks, and where each block's A
+// and B panels come from (the loops below only ask).
+struct F32GemmPlan {
+  int64_t tiles_m = 0, panels_n = 0;  // register tiles along M, B panels along N
+  int64_t parts_m = 0, n_blocks = 0;  // tasks: parts_m parts of M x n_blocks blocks of N
+  int64_t kc_max = 0;
+  // A: the caller's packed weights (a.packed), packed whole here (a_whole, a linear layer's
+  // activations), or packed per (K, M) block into the task's scratch.
+  const float* a_whole = nullptr;
+  int64_t a_panel_count = 0;
+  bool a_prepacked = false;
+  // B: the caller's packed weights (b.packed), read in place (direct_b), packed whole
+  // (prepacked_b: by the caller or here), or packed per (K, N) block into scratch.
+  const float* prepacked_b = nullptr;
+  bool direct_b = false;
+  bool rows_outer = false;  // tile order within a block: a row of tiles at a time
+  // Full tiles take the epilogue in registers on the last K block.
+  bool fusable = false;
+  float clamp_lo = 0.0f, clamp_hi = 0.0f;
+};
+
+F32GemmPlan plan_f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k,
+                          const GemmOperand& a, const GemmOperand& b, const GemmEpilogue& ep,
+                          int num_threads) {
+  const int mr = kernel.mr, nr = kernel.nr;
+  F32GemmPlan plan;
+  // A linear layer: activations against pre-packed weights. A is packed once here, whole,
+  // instead of once per N block in every task, and the driver then walks it as it walks
+  // pre-packed weights: L2-sized B blocks, each task's C columns staying in L2 across the K
+  // blocks (with N blocks of 2048 a 197 x 1536 C block went back to L3 between K blocks).
+  plan.a_panel_count = ceil_div(m, mr);
+  if (a.packed == nullptr && b.packed != nullptr &&
+      plan.a_panel_count * mr * k <= kWholeOperandMaxFloats) {
+    float* buf = thread_scratch().whole_a.get(static_cast<size_t>(plan.a_panel_count * mr * k));
+    pack_a_whole(kernel, a.view, m, k, num_threads, buf);
+    plan.a_whole = buf;
+  }
+  plan.a_prepacked = a.packed != nullptr || plan.a_whole != nullptr;
+
+  // Work split: tasks are (M part) x (N block). One thread: the whole M, N by NC, so each
+  // B block is packed once. More threads: split the dimension with more register tiles into
+  // at least num_threads parts (whole register tiles), so no thread idles.
+  // A pre-packed A (weights) costs nothing to walk again, so then the B block is sized for L2,
+  // where packing writes it and the micro-kernel reads it back; an A packed here is instead
+  // amortized over a wide B block in the shared cache.
+  // Parts and blocks take whole register tiles, spread as evenly as the tiles allow: 784
+  // columns in 4 blocks are 7 + 6 + 6 + 6 panels of 32, not 224 + 224 + 224 + 112 columns
+  // (a 2-thread split of 448 : 336).
+  const int64_t nc_target = plan.a_prepacked ? kernel.nc_l2 : kernel.nc;
+  plan.tiles_m = ceil_div(m, mr);
+  plan.panels_n = ceil_div(n, nr);
+  split_gemm_tasks(plan.tiles_m, plan.panels_n, ceil_div(n, nc_target), num_threads, &plan.n_blocks,
+                   &plan.parts_m);
+  plan.fusable = !ep.empty() && kernel.fused_ukernel != nullptr &&
+                 fused_epilogue_clamp(ep, &plan.clamp_lo, &plan.clamp_hi);
+  plan.kc_max = std::min<int64_t>(kernel.kc, k);
+  // Tile order within a block. A pre-packed A with its L2-sized B block: a row of tiles at a
+  // time, so consecutive tiles write (and read residuals from) the same MR rows of C, each row
+  // one cache line further, instead of MR new rows a whole C row apart per tile (on a 56x56
+  // conv each tile touched 6 pages). Otherwise BLIS order: the B micro-panel stays in L1 while
+  // the A block streams from L2.
+  plan.rows_outer = plan.a_prepacked;
+  // B read in place, not packed: a row-major B (a 1x1 conv's input planes) against pre-packed
+  // weights with few rows, where the ISA's partial kernel takes a B row stride; packing would
+  // copy each B element to feed only those few rows.
+  plan.direct_b = kernel.partial_ukernel != nullptr && a.packed != nullptr && b.packed == nullptr &&
+                  b.prepacked_b == nullptr && b.packer == nullptr && b.view.cs == 1 &&
+                  m <= kDirectBMaxRows && (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
+  // Parts of M would each run the same packer over the same B columns (a 3x3 / 2 conv's
+  // im2col, 20% of its time, twice at 2 threads): B is then packed once, whole, by all
+  // threads, and read as prepacked (ResNet-50's at 2 threads -6-9%). A plain copy of a B view
+  // stays per part: 1x1 convs that read half of a shared B from the other core's cache were
+  // 5% slower.
+  plan.prepacked_b = b.prepacked_b;
+  const int64_t b_floats = packed_b_floats(kernel, k, n);
+  if (plan.parts_m > 1 && b.packer != nullptr && b_floats <= kWholeOperandMaxFloats) {
+    float* buf = thread_scratch().whole_b.get(static_cast<size_t>(b_floats));
+    pack_b_whole(kernel, b, k, n, num_threads, buf);
+    plan.prepacked_b = buf;
+  }
+  return plan;
+}
+
+// The B panels (kc, NR) of columns j0 : j0 + ncur for the K block at p0, and their stride.
+const float* b_block_panels(const F32GemmPlan& plan, const GemmOperand& b, int64_t n, int nr,
+                            int64_t p0, int64_t kc, int64_t j0, int64_t ncur, float* b_buf,
+                            int64_t* stride) {
+  if (b.packed) {
+    *stride = b.packed->panel_stride(p0);
+    return b.packed->panel(j0 / nr, p0);
+  }
+  if (plan.direct_b) {
+    *stride = nr;  // panel jr starts nr columns further along the rows
+    return b.view.data + p0 * b.view.rs + j0;
+  }
+  *stride = kc * nr;
+  if (plan.prepacked_b) return plan.prepacked_b + p0 * round_up(n, nr) + (j0 / nr) * *stride;
+  if (b.packer)
+    b.packer->pack(p0, j0, kc, ncur, nr, *stride, b_buf);
+  else
+    pack_b_block(b.view, p0, j0, kc, ncur, nr, *stride, b_buf);
+  return b_buf;
+}
+
+// The A panels (kc, MR) of rows i0 : i0 + mcur for the K block at p0, and their stride.
+const float* a_block_panels(const F32GemmPlan& plan, const GemmKernelInfo& kernel,
+                            const GemmOperand& a, int64_t i0, int64_t p0, int64_t mcur, int64_t kc,
+                            float* a_buf, int64_t* stride) {
+  const int mr = kernel.mr;
+  if (a.packed) {
+    *stride = a.packed->panel_stride(p0);
+    return a.packed->panel(i0 / mr, p0);
+  }
+  *stride = kc * mr;
+  if (plan.a_whole) return plan.a_whole + p0 * plan.a_panel_count * mr + (i0 / mr) * *stride;
+  pack_a_block(kernel, a.view, i0, p0, mcur, kc, a_buf);
+  return a_buf;
+}
+
+// One (K block, M block, N block) of C: its A and B panels, and the register tiles over them.
+struct F32GemmBlock {
+  const GemmKernelInfo& kernel;
+  const F32GemmPlan& plan;
+  const GemmEpilogue& ep;
+  float* c;
+  int64_t ldc;
+  float alpha, beta;  // beta of this K block (the caller's on the first, then 1)
+  const float* a_panels;
+  int64_t a_stride;
+  const float* b_panels;
+  int64_t b_stride;
+  int64_t ldb_direct;  // B's row stride when read in place
+  int64_t i0, j0, mcur, ncur, kc;
+  bool last;           // the last K block: epilogues and residuals
+  bool fuse_epilogue;  // full tiles take the epilogue in registers
+  // An epilogue the tiles cannot take in registers (a transcendental activation) runs once
+  // per row of tiles rather than per tile: per tile its vector map is called on rows of 32
+  // columns, where the call costs as much as the map (EfficientNet's 1x1 convs with SiLU,
+  // bench: peregrine profile of efficientnet_b0).
+  bool row_epilogue;
+  float* tile_scratch;
+
+  // One MR x NR tile of C at (i0 + ir, j0 + jr).
+  void tile(int64_t ir, int64_t jr) const {
+    const int mr = kernel.mr, nr = kernel.nr;
+    const int64_t ncols = std::min<int64_t>(nr, ncur - jr);
+    const float* bp = b_panels + (jr / nr) * b_stride;
+    const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
+    const float* ap = a_panels + (ir / mr) * a_stride;
+    float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
+    // The tile's residual rows (last K block) sit a whole row of C apart: too many streams for
+    // the hardware prefetcher, so each line would be a demand miss in the epilogue. Requested
+    // now, they arrive while the kernel computes (the micro-kernel prefetches its C rows
+    // itself).
+    if (last && ep.residual)
+      prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols);
+    bool epilogue_done = false;
+    const bool full = nrows == mr && ncols == nr;
+    if (plan.direct_b || (!full && kernel.partial_ukernel)) {
+      // Straight into C: B in place (row stride ldb), or an edge tile of packed panels.
+      F32GemmTileEpilogue te;
+      if (fuse_epilogue)
+        te = fused_tile_epilogue(ep, plan.clamp_lo, plan.clamp_hi, i0 + ir, j0 + jr);
+      const int64_t ldb = plan.direct_b ? ldb_direct : nr;
+      kernel.partial_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
+                             static_cast<size_t>(kc), ap, bp, static_cast<size_t>(ldb), ct,
+                             static_cast<size_t>(ldc), alpha, beta, fuse_epilogue ? &te : nullptr);
+      epilogue_done = fuse_epilogue;
+    } else if (full) {
+      if (fuse_epilogue) {
+        kernel.fused_ukernel(
+            static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha, beta,
+            fused_tile_epilogue(ep, plan.clamp_lo, plan.clamp_hi, i0 + ir, j0 + jr));
+        epilogue_done = true;
+      } else {
+        kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha, beta);
+      }
+    } else {
+      // Edge: the full tile goes to scratch, the valid part is merged into C.
+      float* t = tile_scratch;
+      kernel.ukernel(static_cast<size_t>(kc), ap, bp, t, static_cast<size_t>(nr), alpha, 0.0f);
+      for (int64_t i = 0; i < nrows; ++i) {
+        float* crow = ct + i * ldc;
+        const float* trow = t + i * nr;
+        if (beta == 0.0f) {
+          for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j];
+        } else {
+          for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j] + beta * crow[j];
+        }
+      }
+    }
+    if (last && !ep.empty() && !epilogue_done && !row_epilogue)
+      kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
+                      static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
+                      static_cast<size_t>(j0 + jr), ep);
+  }
+
+  // Every tile of the block, in the plan's order.
+  void run() const {
+    const int mr = kernel.mr, nr = kernel.nr;
+    if (!plan.rows_outer) {
+      for (int64_t jr = 0; jr < ncur; jr += nr)  // jr loop
+        for (int64_t ir = 0; ir < mcur; ir += mr) tile(ir, jr);
+      return;
+    }
+    for (int64_t ir = 0; ir < mcur; ir += mr) {  // ir loop
+      for (int64_t jr = 0; jr < ncur; jr += nr) tile(ir, jr);
+      if (row_epilogue)  // the row of tiles just written, still in cache
+        kernel.epilogue(c + (i0 + ir) * ldc + j0, static_cast<size_t>(ldc),
+                        static_cast<size_t>(std::min<int64_t>(mr, mcur - ir)),
+                        static_cast<size_t>(ncur), static_cast<size_t>(i0 + ir),
+                        static_cast<size_t>(j0), ep);
+    }
+  }
+};
+
+}  // namespace
+
 void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
               const GemmOperand& b, float* c, int64_t ldc, float alpha, float beta,
               const GemmEpilogue& ep, int num_threads) {
@@ -380,199 +600,60 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
   }
   const int mr = kernel.mr, nr = kernel.nr;
   num_threads = std::max(1, num_threads);
+  const F32GemmPlan plan = plan_f32_gemm(kernel, m, n, k, a, b, ep, num_threads);
 
-  // A linear layer: activations against pre-packed weights. A is packed once here, whole,
-  // instead of once per N block in every task, and the driver then walks it as it walks
-  // pre-packed weights: L2-sized B blocks, each task's C columns staying in L2 across the K
-  // blocks (with N blocks of 2048 a 197 x 1536 C block went back to L3 between K blocks).
-  const float* a_whole = nullptr;
-  const int64_t a_panel_count = ceil_div(m, mr);
-  if (a.packed == nullptr && b.packed != nullptr &&
-      a_panel_count * mr * k <= kWholeOperandMaxFloats) {
-    float* buf = thread_scratch().whole_a.get(static_cast<size_t>(a_panel_count * mr * k));
-    pack_a_whole(kernel, a.view, m, k, num_threads, buf);
-    a_whole = buf;
-  }
-  const bool a_prepacked = a.packed != nullptr || a_whole != nullptr;
-
-  // Work split: tasks are (M part) x (N block). One thread: the whole M, N by NC, so each
-  // B block is packed once. More threads: split the dimension with more register tiles into
-  // at least num_threads parts (whole register tiles), so no thread idles.
-  // A pre-packed A (weights) costs nothing to walk again, so then the B block is sized for L2,
-  // where packing writes it and the micro-kernel reads it back; an A packed here is instead
-  // amortized over a wide B block in the shared cache.
-  // Parts and blocks take whole register tiles, spread as evenly as the tiles allow: 784
-  // columns in 4 blocks are 7 + 6 + 6 + 6 panels of 32, not 224 + 224 + 224 + 112 columns
-  // (a 2-thread split of 448 : 336).
-  const int64_t nc_target = a_prepacked ? kernel.nc_l2 : kernel.nc;
-  const int64_t tiles_m = ceil_div(m, mr), panels_n = ceil_div(n, nr);
-  int64_t n_blocks = 0, parts_m = 0;
-  split_gemm_tasks(tiles_m, panels_n, ceil_div(n, nc_target), num_threads, &n_blocks, &parts_m);
-  // On the last K block full tiles take the epilogue in registers when the ISA can.
-  float clamp_lo = 0.0f, clamp_hi = 0.0f;
-  const bool fusable =
-      !ep.empty() && kernel.fused_ukernel != nullptr &&
-      fused_epilogue_clamp(ep, &clamp_lo, &clamp_hi);
-  const int64_t kc_max = std::min<int64_t>(kernel.kc, k);
-  // Tile order within a block. A pre-packed A with its L2-sized B block: a row of tiles at a
-  // time, so consecutive tiles write (and read residuals from) the same MR rows of C, each row
-  // one cache line further, instead of MR new rows a whole C row apart per tile (on a 56x56
-  // conv each tile touched 6 pages). Otherwise BLIS order: the B micro-panel stays in L1 while
-  // the A block streams from L2.
-  const bool rows_outer = a_prepacked;
-  // B read in place, not packed: a row-major B (a 1x1 conv's input planes) against pre-packed
-  // weights with few rows, where the ISA's partial kernel takes a B row stride; packing would
-  // copy each B element to feed only those few rows.
-  const bool direct_b = kernel.partial_ukernel != nullptr && a.packed != nullptr &&
-                        b.packed == nullptr && b.prepacked_b == nullptr && b.packer == nullptr &&
-                        b.view.cs == 1 && m <= kDirectBMaxRows &&
-                        (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
-
-  // Parts of M would each run the same packer over the same B columns (a 3x3 / 2 conv's
-  // im2col, 20% of its time, twice at 2 threads): B is then packed once, whole, by all
-  // threads, and read as prepacked (ResNet-50's at 2 threads -6-9%). A plain copy of a B view
-  // stays per part: 1x1 convs that read half of a shared B from the other core's cache were
-  // 5% slower.
-  const float* prepacked_b = b.prepacked_b;
-  const int64_t b_floats = packed_b_floats(kernel, k, n);
-  if (parts_m > 1 && b.packer != nullptr && b_floats <= kWholeOperandMaxFloats) {
-    float* buf = thread_scratch().whole_b.get(static_cast<size_t>(b_floats));
-    pack_b_whole(kernel, b, k, n, num_threads, buf);
-    prepacked_b = buf;
-  }
-
+  // One task: a part of M against a block of N, through every K block (pc loop) and every M
+  // block of the part (ic loop).
   auto task = [&](int64_t t, int) {
-    const int64_t part = t % parts_m, block = t / parts_m;
-    const int64_t m_begin = tiles_m * part / parts_m * mr;
-    const int64_t m_end = std::min(m, tiles_m * (part + 1) / parts_m * mr);
-    const int64_t j0 = panels_n * block / n_blocks * nr;
-    const int64_t ncur = std::min(n, panels_n * (block + 1) / n_blocks * nr) - j0;
+    const int64_t part = t % plan.parts_m, block = t / plan.parts_m;
+    const int64_t m_begin = plan.tiles_m * part / plan.parts_m * mr;
+    const int64_t m_end = std::min(m, plan.tiles_m * (part + 1) / plan.parts_m * mr);
+    const int64_t j0 = plan.panels_n * block / plan.n_blocks * nr;
+    const int64_t ncur = std::min(n, plan.panels_n * (block + 1) / plan.n_blocks * nr) - j0;
     GemmScratch& scratch = thread_scratch();
-    float* a_buf = a_prepacked
+    float* a_buf =
+        plan.a_prepacked
+            ? nullptr
+            : scratch.a.get(static_cast<size_t>(
+                  round_up(std::min<int64_t>(kernel.mc, m_end - m_begin), mr) * plan.kc_max));
+    float* b_buf = b.packed || plan.prepacked_b || plan.direct_b
                        ? nullptr
-                       : scratch.a.get(static_cast<size_t>(
-                             round_up(std::min<int64_t>(kernel.mc, m_end - m_begin), mr) * kc_max));
-    float* b_buf = b.packed || prepacked_b || direct_b
-                       ? nullptr
-                       : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * kc_max));
+                       : scratch.b.get(static_cast<size_t>(round_up(ncur, nr) * plan.kc_max));
     for (int64_t p0 = 0; p0 < k; p0 += kernel.kc) {  // pc loop
       const int64_t kc = std::min<int64_t>(kernel.kc, k - p0);
-      // B panels (kc, NR) for columns j0 : j0 + ncur, shared by every ic block below.
-      const float* b_panels;
-      int64_t b_stride;
-      if (b.packed) {
-        b_panels = b.packed->panel(j0 / nr, p0);
-        b_stride = b.packed->panel_stride(p0);
-      } else if (direct_b) {
-        b_stride = nr;  // panel jr starts nr columns further along the rows
-        b_panels = b.view.data + p0 * b.view.rs + j0;
-      } else if (prepacked_b) {
-        b_stride = kc * nr;
-        b_panels = prepacked_b + p0 * round_up(n, nr) + (j0 / nr) * b_stride;
-      } else {
-        b_stride = kc * nr;
-        if (b.packer)
-          b.packer->pack(p0, j0, kc, ncur, nr, b_stride, b_buf);
-        else
-          pack_b_block(b.view, p0, j0, kc, ncur, nr, b_stride, b_buf);
-        b_panels = b_buf;
-      }
-      const float beta_block = p0 == 0 ? beta : 1.0f;
+      int64_t b_stride = 0;
+      const float* b_panels = b_block_panels(plan, b, n, nr, p0, kc, j0, ncur, b_buf, &b_stride);
       const bool last = p0 + kc == k;
-      const bool fuse_epilogue = last && fusable;
-      // An epilogue the tiles cannot take in registers (a transcendental activation) runs once
-      // per row of tiles rather than per tile: per tile its vector map is called on rows of 32
-      // columns, where the call costs as much as the map (EfficientNet's 1x1 convs with SiLU,
-      // bench: peregrine profile of efficientnet_b0).
-      const bool row_epilogue = rows_outer && last && !ep.empty() && !fusable;
       for (int64_t i0 = m_begin; i0 < m_end; i0 += kernel.mc) {  // ic loop
         const int64_t mcur = std::min<int64_t>(kernel.mc, m_end - i0);
-        // A panels (kc, MR) for rows i0 : i0 + mcur.
-        const float* a_panels;
-        int64_t a_stride;
-        if (a.packed) {
-          a_panels = a.packed->panel(i0 / mr, p0);
-          a_stride = a.packed->panel_stride(p0);
-        } else if (a_whole) {
-          a_stride = kc * mr;
-          a_panels = a_whole + p0 * a_panel_count * mr + (i0 / mr) * a_stride;
-        } else {
-          a_stride = kc * mr;
-          pack_a_block(kernel, a.view, i0, p0, mcur, kc, a_buf);
-          a_panels = a_buf;
-        }
-        // One MR x NR tile of C at (i0 + ir, j0 + jr).
-        auto tile = [&](int64_t ir, int64_t jr) {
-          const int64_t ncols = std::min<int64_t>(nr, ncur - jr);
-          const float* bp = b_panels + (jr / nr) * b_stride;
-          const int64_t nrows = std::min<int64_t>(mr, mcur - ir);
-          const float* ap = a_panels + (ir / mr) * a_stride;
-          float* ct = c + (i0 + ir) * ldc + j0 + jr;  // (nrows, ncols) of C
-          // The tile's residual rows (last K block) sit a whole row of C apart: too many
-          // streams for the hardware prefetcher, so each line would be a demand miss in the
-          // epilogue. Requested now, they arrive while the kernel computes (the micro-kernel
-          // prefetches its C rows itself).
-          if (last && ep.residual)
-            prefetch_tile(ep.residual + (i0 + ir) * ep.ldr + j0 + jr, ep.ldr, nrows, ncols);
-          bool epilogue_done = false;
-          const bool full = nrows == mr && ncols == nr;
-          if (direct_b || (!full && kernel.partial_ukernel)) {
-            // Straight into C: B in place (row stride ldb), or an edge tile of packed panels.
-            F32GemmTileEpilogue te;
-            if (fuse_epilogue) te = fused_tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr);
-            const int64_t ldb = direct_b ? b.view.rs : nr;
-            kernel.partial_ukernel(static_cast<size_t>(nrows), static_cast<size_t>(ncols),
-                                   static_cast<size_t>(kc), ap, bp, static_cast<size_t>(ldb), ct,
-                                   static_cast<size_t>(ldc), alpha, beta_block,
-                                   fuse_epilogue ? &te : nullptr);
-            epilogue_done = fuse_epilogue;
-          } else if (full) {
-            if (fuse_epilogue) {
-              kernel.fused_ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc),
-                                   alpha, beta_block,
-                                   fused_tile_epilogue(ep, clamp_lo, clamp_hi, i0 + ir, j0 + jr));
-              epilogue_done = true;
-            } else {
-              kernel.ukernel(static_cast<size_t>(kc), ap, bp, ct, static_cast<size_t>(ldc), alpha,
-                             beta_block);
-            }
-          } else {
-            // Edge: the full tile goes to scratch, the valid part is merged into C.
-            float* t = scratch.tile;
-            kernel.ukernel(static_cast<size_t>(kc), ap, bp, t, static_cast<size_t>(nr), alpha,
-                           0.0f);
-            for (int64_t i = 0; i < nrows; ++i) {
-              float* crow = ct + i * ldc;
-              const float* trow = t + i * nr;
-              if (beta_block == 0.0f) {
-                for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j];
-              } else {
-                for (int64_t j = 0; j < ncols; ++j) crow[j] = trow[j] + beta_block * crow[j];
-              }
-            }
-          }
-          if (last && !ep.empty() && !epilogue_done && !row_epilogue)
-            kernel.epilogue(ct, static_cast<size_t>(ldc), static_cast<size_t>(nrows),
-                            static_cast<size_t>(ncols), static_cast<size_t>(i0 + ir),
-                            static_cast<size_t>(j0 + jr), ep);
-        };
-        if (rows_outer) {
-          for (int64_t ir = 0; ir < mcur; ir += mr) {  // ir loop
-            for (int64_t jr = 0; jr < ncur; jr += nr) tile(ir, jr);
-            if (row_epilogue)  // the row of tiles just written, still in cache
-              kernel.epilogue(c + (i0 + ir) * ldc + j0, static_cast<size_t>(ldc),
-                              static_cast<size_t>(std::min<int64_t>(mr, mcur - ir)),
-                              static_cast<size_t>(ncur), static_cast<size_t>(i0 + ir),
-                              static_cast<size_t>(j0), ep);
-          }
-        } else {
-          for (int64_t jr = 0; jr < ncur; jr += nr)  // jr loop
-            for (int64_t ir = 0; ir < mcur; ir += mr) tile(ir, jr);
-        }
+        int64_t a_stride = 0;
+        const float* a_panels = a_block_panels(plan, kernel, a, i0, p0, mcur, kc, a_buf, &a_stride);
+        const F32GemmBlock blk{kernel,
+                               plan,
+                               ep,
+                               c,
+                               ldc,
+                               alpha,
+                               p0 == 0 ? beta : 1.0f,
+                               a_panels,
+                               a_stride,
+                               b_panels,
+                               b_stride,
+                               b.view.rs,
+                               i0,
+                               j0,
+                               mcur,
+                               ncur,
+                               kc,
+                               last,
+                               last && plan.fusable,
+                               plan.rows_outer && last && !ep.empty() && !plan.fusable,
+                               scratch.tile};
+        blk.run();
       }
     }
   };
-  cpu_thread_pool().parallel_for(parts_m * n_blocks, num_threads, task);
+  cpu_thread_pool().parallel_for(plan.parts_m * plan.n_blocks, num_threads, task);
 }
 
 void f32_gemm_indirect(const GemmKernelInfo& kernel, int64_t m, int64_t k, const PackedMatrix& a,
