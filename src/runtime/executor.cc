@@ -157,6 +157,31 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
     KernelCache* kernel_cache) {
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, num_threads));
   ex->backends_ = backends;
+  PG_RETURN_IF_ERROR(
+      ex->prepare_kernels(graph, backends, num_threads, free_packed_weights, kernel_cache));
+  ex->assign_slots(graph);
+  bool static_inputs = plan_memory;
+  for (const auto& name : graph.inputs) {
+    const ir::Value* v = graph.find_value(name);
+    static_inputs &= v && v->type.is_static();
+  }
+  if (plan_memory) {
+    ex->plan_ = std::make_shared<planner::MemoryPlan>(planner::plan_memory(graph));
+    if (memory_budget > 0)
+      PG_RETURN_IF_ERROR(check_memory_budget(graph, *ex->plan_, memory_budget));
+  }
+
+  ex->build_steps(graph, static_inputs);
+  PG_RETURN_IF_ERROR(ex->init_run_state());
+  return ex;
+}
+
+// One kernel per node from the first backend that supports it (or the kernel cache), and an
+// executor per subgraph. With `free_packed_weights`, an initializer every reader packed into
+// its own copy is dropped from that graph.
+Status GraphExecutor::prepare_kernels(const ir::Graph& graph,
+                                      const std::vector<const Backend*>& backends, int num_threads,
+                                      ir::Graph* free_packed_weights, KernelCache* kernel_cache) {
   const SchemaRegistry& schemas = SchemaRegistry::global();
   // Per initializer: readers not yet prepared, and whether all prepared ones packed it.
   std::map<std::string, std::pair<int, bool>> weight_readers;
@@ -223,54 +248,51 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
         w = Tensor::view(w->dtype(), w->shape(), nullptr);
       }
     }
-    ex->kernels_.push_back(std::move(kernel));
-    ex->kernel_mutexes_.push_back(std::move(kernel_mutex));
+    kernels_.push_back(std::move(kernel));
+    kernel_mutexes_.push_back(std::move(kernel_mutex));
     // Subgraphs are planned now too, so an unsupported op anywhere fails at load time.
     for (const ir::Graph* sg : subgraphs_of(*node)) {
       auto sub = create(*sg, backends, num_threads);
       if (!sub.is_ok()) return sub.status();
-      ex->subgraph_executors_.emplace(sg, std::move(sub).value());
+      subgraph_executors_.emplace(sg, std::move(sub).value());
     }
   }
 
+  return Status::ok();
+}
+
+void GraphExecutor::assign_slots(const ir::Graph& graph) {
   // Slots: graph inputs, initializers, then node outputs; everything else is an outer name.
   auto slot = [&](const std::string& name) {
-    return ex->slot_of_.emplace(name, static_cast<int>(ex->slot_of_.size())).first->second;
+    return slot_of_.emplace(name, static_cast<int>(slot_of_.size())).first->second;
   };
-  for (const auto& name : graph.inputs) ex->input_slots_.push_back(slot(name));
+  for (const auto& name : graph.inputs) input_slots_.push_back(slot(name));
   for (const auto& [name, v] : graph.values)
     if (v.initializer) slot(name);
   for (const auto& n : graph.nodes)
     for (const auto& o : n->outputs)
       if (!o.empty()) slot(o);
-  ex->initializer_slot_.assign(ex->slot_of_.size(), 0);
+  initializer_slot_.assign(slot_of_.size(), 0);
   for (const auto& [name, v] : graph.values)
     if (v.initializer && !std::count(graph.inputs.begin(), graph.inputs.end(), name))
-      ex->initializer_slot_[ex->slot_of_[name]] = 1;
+      initializer_slot_[slot_of_[name]] = 1;
   for (const auto& name : graph.outputs) {
-    auto it = ex->slot_of_.find(name);  // a subgraph may output an outer value (-1)
-    ex->output_slots_.push_back(it == ex->slot_of_.end() ? -1 : it->second);
+    auto it = slot_of_.find(name);  // a subgraph may output an outer value (-1)
+    output_slots_.push_back(it == slot_of_.end() ? -1 : it->second);
   }
+}
 
-  bool static_inputs = plan_memory;
-  for (const auto& name : graph.inputs) {
-    const ir::Value* v = graph.find_value(name);
-    static_inputs &= v && v->type.is_static();
-  }
-  if (plan_memory) {
-    ex->plan_ = std::make_shared<planner::MemoryPlan>(planner::plan_memory(graph));
-    if (memory_budget > 0)
-      PG_RETURN_IF_ERROR(check_memory_budget(graph, *ex->plan_, memory_budget));
-  }
-
+// Each node's step: its input and output slots, planned blocks, graph outputs, and the
+// unplanned values released after it.
+void GraphExecutor::build_steps(const ir::Graph& graph, bool static_inputs) {
   // Liveness: release each unplanned local value after its last reader (graph outputs
   // never); a value nobody reads goes right after its producer.
-  std::vector<int> last_use(ex->slot_of_.size(), -1);
+  std::vector<int> last_use(slot_of_.size(), -1);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = *graph.nodes[i];
     auto read = [&](const std::string& name) {
-      auto it = ex->slot_of_.find(name);
-      if (it != ex->slot_of_.end()) last_use[it->second] = static_cast<int>(i);
+      auto it = slot_of_.find(name);
+      if (it != slot_of_.end()) last_use[it->second] = static_cast<int>(i);
     };
     for (const auto& in : n.inputs)
       if (!in.empty()) read(in);
@@ -278,20 +300,21 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
       for (const auto& fv : ir::free_variables(*sg)) read(fv);
     for (const auto& o : n.outputs)
       if (!o.empty()) {
-        int& last = last_use[ex->slot_of_[o]];
+        int& last = last_use[slot_of_[o]];
         last = std::max(last, static_cast<int>(i));
       }
   }
   std::set<std::string> keep(graph.outputs.begin(), graph.outputs.end());
-  ex->steps_.resize(graph.nodes.size());
+  steps_.resize(graph.nodes.size());
   std::set<int> produced;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ir::Node& n = *graph.nodes[i];
-    Step& st = ex->steps_[i];
+    Step& st = steps_[i];
     for (const auto& in : n.inputs) {
-      auto it = in.empty() ? ex->slot_of_.end() : ex->slot_of_.find(in);
-      st.in_slots.push_back(in.empty() ? kNoInput
-                            : it == ex->slot_of_.end() ? kOuterInput : it->second);
+      auto it = in.empty() ? slot_of_.end() : slot_of_.find(in);
+      st.in_slots.push_back(in.empty()             ? kNoInput
+                            : it == slot_of_.end() ? kOuterInput
+                                                   : it->second);
     }
     bool static_types = static_inputs && subgraphs_of(n).empty();
     for (size_t k = 0; k < n.outputs.size(); ++k) {
@@ -299,16 +322,15 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
       const ir::Value* v = o.empty() ? nullptr : graph.find_value(o);
       // An unnamed output has no load-time type, yet a kernel may still fill it.
       static_types &= v && v->type.is_static();
-      st.out_slots.push_back(o.empty() ? -1 : ex->slot_of_[o]);
+      st.out_slots.push_back(o.empty() ? -1 : slot_of_[o]);
       const planner::PlannedValue* pv = nullptr;
-      if (ex->plan_ && ex->plan_->values.count(o)) pv = &ex->plan_->values.at(o);
+      if (plan_ && plan_->values.count(o)) pv = &plan_->values.at(o);
       st.planned.push_back(pv);
       auto g = std::find(graph.outputs.begin(), graph.outputs.end(), o);
       st.graph_output.push_back(o.empty() || g == graph.outputs.end()
                                     ? -1 : static_cast<int>(g - graph.outputs.begin()));
-      if (!o.empty() && !keep.count(o) && !pv && produced.insert(ex->slot_of_[o]).second)
-        ex->steps_[static_cast<size_t>(last_use[ex->slot_of_[o]])].release.push_back(
-            ex->slot_of_[o]);
+      if (!o.empty() && !keep.count(o) && !pv && produced.insert(slot_of_[o]).second)
+        steps_[static_cast<size_t>(last_use[slot_of_[o]])].release.push_back(slot_of_[o]);
     }
     for (const auto& in : n.inputs) {
       const ir::Value* v = in.empty() ? nullptr : graph.find_value(in);
@@ -316,8 +338,6 @@ Expected<std::unique_ptr<GraphExecutor>> GraphExecutor::create(
     }
     st.static_types = static_types;
   }
-  PG_RETURN_IF_ERROR(ex->init_run_state());
-  return ex;
 }
 
 std::vector<std::string> GraphExecutor::kernel_names() const {

@@ -101,6 +101,12 @@ class GraphExecutor {
   bool in_arena(const void* p) const;
   // Slots, kernel contexts and the arena for runs (after create() or replicate() set the rest).
   Status init_run_state();
+  // The parts of create(): kernels per node, value slots, steps with liveness.
+  Status prepare_kernels(const ir::Graph& graph, const std::vector<const Backend*>& backends,
+                         int num_threads, ir::Graph* free_packed_weights,
+                         KernelCache* kernel_cache);
+  void assign_slots(const ir::Graph& graph);
+  void build_steps(const ir::Graph& graph, bool static_inputs);
   std::unique_ptr<KernelContext> make_context(size_t node);
   void detach_from_arena(RuntimeValue& v) const;
 
