@@ -235,7 +235,10 @@ Status check_triton_model_config(const TritonModelConfig& config, const std::vec
 Expected<SessionOptions> session_options_from_parameters(
     const std::map<std::string, std::string>& parameters) {
   SessionOptions options;
-  for (const auto& [key, value] : parameters) {
+  for (const auto& parameter : parameters) {
+    // Named references, not a structured binding: the lambda below captures them.
+    const std::string& key = parameter.first;
+    const std::string& value = parameter.second;
     std::string what = "model config: parameter " + key + " = '" + value + "'";
     auto integer = [&](int64_t lo, int64_t hi) -> Expected<int64_t> {
       int64_t x = 0;

@@ -70,6 +70,7 @@ int cmd_sweep(int argc, char** argv) {
     cmd.push_back(args.get(name));
   }
   std::vector<char*> argv_out;
+  argv_out.reserve(cmd.size() + 1);
   for (std::string& s : cmd) argv_out.push_back(s.data());
   argv_out.push_back(nullptr);
   std::fflush(stdout);

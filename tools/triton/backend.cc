@@ -196,7 +196,7 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
     if (TRITONSERVER_Error* e = to_triton_error(read_backend_config(backend, state.get())))
       return e;
     if (TRITONSERVER_Error* e = TRITONBACKEND_BackendSetState(backend, state.get())) return e;
-    state.release();
+    static_cast<void>(state.release());  // Triton holds it until Finalize
     return nullptr;
   });
 }
@@ -224,7 +224,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
                                ", max_batch_size " +
                                std::to_string((*state)->config.max_batch_size) + ")");
     if (TRITONSERVER_Error* e = TRITONBACKEND_ModelSetState(model, state->get())) return e;
-    state->release();
+    static_cast<void>(state->release());  // Triton holds it until Finalize
     return nullptr;
   });
 }
@@ -247,7 +247,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     if (!state.is_ok()) return to_triton_error(state.status());
     if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceSetState(instance, state->get()))
       return e;
-    state->release();
+    static_cast<void>(state->release());  // Triton holds it until Finalize
     return nullptr;
   });
 }

@@ -79,6 +79,7 @@ Expected<Tensor> join_input(const IoInfo& io, std::vector<RequestInput>& parts, 
   Shape shape = parts[0].shape;
   if (batched) {
     std::vector<Shape> shapes;
+    shapes.reserve(parts.size());
     for (const RequestInput& p : parts) shapes.push_back(p.shape);
     PG_ASSIGN_OR_RETURN(serving::BatchLayout layout, serving::plan_batch(io.name, shapes));
     shape[0] = layout.total_rows;
