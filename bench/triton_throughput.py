@@ -30,9 +30,9 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 import tritonclient.grpc as grpcclient  # noqa: E402
+from tritonclient.utils import np_to_triton_dtype  # noqa: E402
 
-NP_TYPES = {TensorProto.FLOAT: (np.float32, "FP32"), TensorProto.INT64: (np.int64, "INT64"),
-            TensorProto.INT32: (np.int32, "INT32")}
+NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.INT32: np.int32}
 
 
 def model_inputs(path):
@@ -47,8 +47,7 @@ def model_inputs(path):
         dims = [d.dim_value for d in i.type.tensor_type.shape.dim]
         if any(d <= 0 for d in dims):
             raise SystemExit(f"error: input {i.name} has a free dim; give a static model")
-        np_type, _ = NP_TYPES[i.type.tensor_type.elem_type]
-        values[i.name] = rng.standard_normal(dims).astype(np_type)
+        values[i.name] = rng.standard_normal(dims).astype(NP_TYPES[i.type.tensor_type.elem_type])
     return values
 
 
@@ -67,10 +66,7 @@ def write_model_folder(repo, name, model_path, instances, threads):
 def grpc_inputs(values):
     out = []
     for name, v in values.items():
-        _, triton_type = NP_TYPES[{np.dtype(np.float32): TensorProto.FLOAT,
-                                   np.dtype(np.int64): TensorProto.INT64,
-                                   np.dtype(np.int32): TensorProto.INT32}[v.dtype]]
-        i = grpcclient.InferInput(name, list(v.shape), triton_type)
+        i = grpcclient.InferInput(name, list(v.shape), np_to_triton_dtype(v.dtype))
         i.set_data_from_numpy(v)
         out.append(i)
     return out

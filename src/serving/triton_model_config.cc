@@ -25,12 +25,6 @@ constexpr TypeName kTypeNames[] = {
     {DType::kBFloat16, "TYPE_BF16"},
 };
 
-std::string shape_text(const Shape& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
 // An int64 the config holds as a JSON number or, as protobuf's JSON mapping writes int64, a
 // string of digits.
 Expected<int64_t> read_int(const Json& v, const std::string& what) {
@@ -112,21 +106,27 @@ Status check_tensor(const TritonTensorConfig& t, const IoInfo& io, bool batched,
       return invalid_model(what +
                            ": max_batch_size > 0 needs a free first dim, but the model's "
                            "shape is " +
-                           shape_text(io.shape));
+                           dims_text(io.shape));
     model_dims.erase(model_dims.begin());
   }
   if (t.dims.size() != model_dims.size())
-    return invalid_model(what + " has dims " + shape_text(t.dims) + " but the model's are " +
-                         shape_text(model_dims) + (batched ? " (past the batch dim)" : ""));
+    return invalid_model(what + " has dims " + dims_text(t.dims) + " but the model's are " +
+                         dims_text(model_dims) + (batched ? " (past the batch dim)" : ""));
   for (size_t i = 0; i < t.dims.size(); ++i) {
     if (model_dims[i] >= 0 && t.dims[i] != model_dims[i])
-      return invalid_model(what + " has dims " + shape_text(t.dims) + " but the model's are " +
-                           shape_text(model_dims) + (batched ? " (past the batch dim)" : ""));
+      return invalid_model(what + " has dims " + dims_text(t.dims) + " but the model's are " +
+                           dims_text(model_dims) + (batched ? " (past the batch dim)" : ""));
   }
   return Status::ok();
 }
 
 }  // namespace
+
+std::string dims_text(const Shape& dims) {
+  std::string t = "[";
+  for (size_t i = 0; i < dims.size(); ++i) t += (i ? "," : "") + std::to_string(dims[i]);
+  return t + "]";
+}
 
 std::string_view triton_config_type(DType dtype) {
   for (const TypeName& t : kTypeNames)
@@ -232,31 +232,30 @@ Status check_triton_model_config(const TritonModelConfig& config, const std::vec
   return Status::ok();
 }
 
+Expected<int64_t> parse_config_int(const std::string& text, const std::string& what, int64_t lo,
+                                   int64_t hi) {
+  int64_t x = 0;
+  const char* end = text.data() + text.size();
+  auto r = std::from_chars(text.data(), end, x);
+  if (r.ec != std::errc() || r.ptr != end || text.empty() || x < lo || x > hi)
+    return invalid_model(what + " = '" + text + "': expected an integer in [" + std::to_string(lo) +
+                         ", " + std::to_string(hi) + "]");
+  return x;
+}
+
 Expected<SessionOptions> session_options_from_parameters(
     const std::map<std::string, std::string>& parameters) {
   SessionOptions options;
-  for (const auto& parameter : parameters) {
-    // Named references, not a structured binding: the lambda below captures them.
-    const std::string& key = parameter.first;
-    const std::string& value = parameter.second;
-    std::string what = "model config: parameter " + key + " = '" + value + "'";
-    auto integer = [&](int64_t lo, int64_t hi) -> Expected<int64_t> {
-      int64_t x = 0;
-      auto r = std::from_chars(value.data(), value.data() + value.size(), x);
-      if (r.ec != std::errc() || r.ptr != value.data() + value.size() || value.empty() || x < lo ||
-          x > hi)
-        return invalid_model(what + ": expected an integer in [" + std::to_string(lo) + ", " +
-                             std::to_string(hi) + "]");
-      return x;
-    };
+  for (const auto& [key, value] : parameters) {
+    const std::string what = "model config: parameter " + key;
     if (key == "threads") {
-      PG_ASSIGN_OR_RETURN(int64_t t, integer(1, 1024));
+      PG_ASSIGN_OR_RETURN(int64_t t, parse_config_int(value, what, 1, 1024));
       options.num_threads = static_cast<int>(t);
     } else if (key == "opt_level") {
-      PG_ASSIGN_OR_RETURN(int64_t level, integer(0, 3));
+      PG_ASSIGN_OR_RETURN(int64_t level, parse_config_int(value, what, 0, 3));
       options.opt_level = static_cast<int>(level);
     } else if (key == "memory_limit") {
-      PG_ASSIGN_OR_RETURN(options.memory_limit_bytes, integer(-1, INT64_MAX));
+      PG_ASSIGN_OR_RETURN(options.memory_limit_bytes, parse_config_int(value, what, -1, INT64_MAX));
     } else if (key == "precision") {
       auto p = parse_precision(value);
       if (!p.is_ok()) return p.status().with_context("model config: parameter precision");
@@ -279,8 +278,8 @@ Expected<BatchLayout> plan_batch(const std::string& input, const std::vector<Sha
                            " has no batch dim");
     if (s.size() != shapes[0].size() || !std::equal(s.begin() + 1, s.end(), shapes[0].begin() + 1))
       return invalid_input("input '" + input + "' of request " + std::to_string(r) + " has shape " +
-                           shape_text(s) + ", which cannot join request 0's " +
-                           shape_text(shapes[0]) + " in a batch");
+                           dims_text(s) + ", which cannot join request 0's " +
+                           dims_text(shapes[0]) + " in a batch");
     if (s[0] < 0) return invalid_input("input '" + input + "' has a negative batch dim");
     layout.row_offset.push_back(layout.total_rows);
     layout.rows.push_back(s[0]);

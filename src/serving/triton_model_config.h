@@ -18,6 +18,9 @@
 
 namespace peregrine::serving {
 
+// Dims as config.pbtxt and Triton's messages write them: "[3,224,224]".
+std::string dims_text(const Shape& dims);
+
 // The config's type names ("TYPE_FP32"); "" for dtypes Triton has no name for.
 std::string_view triton_config_type(DType dtype);
 // The inverse; TYPE_STRING and unknown names are errors naming the tensor.
@@ -59,6 +62,10 @@ Expected<bool> complete_triton_model_config(Json* config, const std::vector<IoIn
 // model input is configured. Errors name the tensor and what disagrees.
 Status check_triton_model_config(const TritonModelConfig& config, const std::vector<IoInfo>& inputs,
                                  const std::vector<IoInfo>& outputs);
+
+// `text` as an integer in [lo, hi]; the error is "WHAT = 'TEXT': expected an integer in [lo, hi]".
+Expected<int64_t> parse_config_int(const std::string& text, const std::string& what, int64_t lo,
+                                   int64_t hi);
 
 // Session options from the config's parameters: threads, precision (fp32 | bf16), opt_level,
 // memory_limit (bytes). Any other key is an error naming it, so a typo never goes unnoticed.

@@ -160,14 +160,9 @@ Status read_backend_config(TRITONBACKEND_Backend* backend, BackendState* state) 
   if (const Json* v = cmdline->get("default-max-batch-size")) {
     if (v->type != Json::Type::kString)
       return invalid_input("backend config: bad default-max-batch-size");
-    try {
-      state->default_max_batch_size = std::stoll(v->string);
-    } catch (const std::exception&) {
-      return invalid_input("backend config: default-max-batch-size '" + v->string +
-                           "' is not an integer");
-    }
-    if (state->default_max_batch_size < 0)
-      return invalid_input("backend config: default-max-batch-size is negative");
+    PG_ASSIGN_OR_RETURN(state->default_max_batch_size,
+                        serving::parse_config_int(
+                            v->string, "backend config: default-max-batch-size", 0, INT64_MAX));
   }
   return Status::ok();
 }

@@ -4,19 +4,17 @@
 #include <exception>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/checked_math.h"
+#include "serving/triton_model_config.h"
 #include "triton/triton_util.h"
 
 namespace peregrine::triton {
 namespace {
-
-std::string shape_text(const Shape& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
-  return t + "]";
-}
 
 // One request's value of one input, in the buffers Triton holds it in (host memory).
 struct RequestInput {
@@ -44,16 +42,14 @@ Expected<RequestInput> read_input(TRITONBACKEND_Request* request, const IoInfo& 
     return invalid_input("input '" + io.name + "' has data type " +
                          TRITONSERVER_DataTypeString(datatype) + " but the model takes " +
                          std::string(dtype_name(io.dtype)));
-  int64_t numel = 1;
-  for (int64_t d : in.shape) {
-    std::optional<int64_t> product = d < 0 ? std::nullopt : checked_mul(numel, d);
-    if (!product) return invalid_input("input '" + io.name + "' has shape " + shape_text(in.shape));
-    numel = *product;
-  }
-  if (static_cast<uint64_t>(numel) * dtype_size(io.dtype) != in.byte_size)
+  const std::optional<int64_t> numel = checked_product(in.shape);
+  if (!numel)
+    return invalid_input("input '" + io.name + "' has shape " + serving::dims_text(in.shape));
+  const uint64_t needed = static_cast<uint64_t>(*numel) * dtype_size(io.dtype);
+  if (needed != in.byte_size)
     return invalid_input("input '" + io.name + "' holds " + std::to_string(in.byte_size) +
-                         " bytes where shape " + shape_text(in.shape) + " needs " +
-                         std::to_string(static_cast<uint64_t>(numel) * dtype_size(io.dtype)));
+                         " bytes where shape " + serving::dims_text(in.shape) + " needs " +
+                         std::to_string(needed));
   for (uint32_t b = 0; b < buffer_count; ++b) {
     const void* data = nullptr;
     uint64_t size = 0;
@@ -71,19 +67,15 @@ Expected<RequestInput> read_input(TRITONBACKEND_Request* request, const IoInfo& 
   return in;
 }
 
-// The requests' values of one input joined along dim 0 (`batched`) or the one request's value:
-// a view of Triton's buffer where it is a single one, else a copy.
-Expected<Tensor> join_input(const IoInfo& io, std::vector<RequestInput>& parts, bool batched) {
+// The requests' values of one input joined along dim 0 into `total_rows` rows (a batch the
+// caller planned), or, with total_rows < 0, the one request's value: a view of Triton's buffer
+// where it is a single one, else a copy.
+Expected<Tensor> join_input(const IoInfo& io, const std::vector<RequestInput>& parts,
+                            int64_t total_rows) {
   if (parts.size() == 1 && parts[0].buffers.size() == 1)
     return Tensor::view(io.dtype, parts[0].shape, const_cast<char*>(parts[0].buffers[0].first));
   Shape shape = parts[0].shape;
-  if (batched) {
-    std::vector<Shape> shapes;
-    shapes.reserve(parts.size());
-    for (const RequestInput& p : parts) shapes.push_back(p.shape);
-    PG_ASSIGN_OR_RETURN(serving::BatchLayout layout, serving::plan_batch(io.name, shapes));
-    shape[0] = layout.total_rows;
-  }
+  if (total_rows >= 0) shape[0] = total_rows;
   PG_ASSIGN_OR_RETURN(Tensor joined, Tensor::make(io.dtype, shape));
   char* out = static_cast<char*>(joined.raw());
   for (const RequestInput& p : parts)
@@ -94,6 +86,44 @@ Expected<Tensor> join_input(const IoInfo& io, std::vector<RequestInput>& parts, 
   return joined;
 }
 
+// The names of the outputs a request asks for.
+Expected<std::vector<std::string>> requested_outputs(TRITONBACKEND_Request* request) {
+  uint32_t count = 0;
+  PG_TRITON_RETURN_IF_ERROR(TRITONBACKEND_RequestOutputCount(request, &count), "outputs");
+  std::vector<std::string> names;
+  names.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    PG_TRITON_RETURN_IF_ERROR(TRITONBACKEND_RequestOutputName(request, i, &name), "outputs");
+    names.emplace_back(name);
+  }
+  return names;
+}
+
+// Adds output `name` of `dtype` and `shape` to the response; Triton's host buffer of `bytes`
+// for its data.
+Expected<void*> add_response_output(TRITONBACKEND_Response* response, const std::string& name,
+                                    DType dtype, const Shape& shape, size_t bytes) {
+  const TRITONSERVER_DataType type = dtype_to_triton(dtype);
+  if (type == TRITONSERVER_TYPE_INVALID)
+    return unsupported("output '" + name + "' of type " + std::string(dtype_name(dtype)) +
+                       " has no Triton data type");
+  TRITONBACKEND_Output* output = nullptr;
+  PG_TRITON_RETURN_IF_ERROR(
+      TRITONBACKEND_ResponseOutput(response, &output, name.c_str(), type, shape.data(),
+                                   static_cast<uint32_t>(shape.size())),
+      "output '" + name + "'");
+  void* buffer = nullptr;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  int64_t memory_id = 0;
+  PG_TRITON_RETURN_IF_ERROR(
+      TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory_type, &memory_id),
+      "output '" + name + "'");
+  if (memory_type == TRITONSERVER_MEMORY_GPU)
+    return unsupported("output '" + name + "': Triton gave a GPU buffer");
+  return buffer;
+}
+
 // Sends one request's response: the outputs it asked for, rows [row, row + rows) of each
 // (the whole tensor when not batched), or the error that stopped them. `*sent`: whether a
 // response went out.
@@ -102,44 +132,24 @@ Status send_outputs(TRITONBACKEND_Request* request, const std::map<std::string, 
   TRITONBACKEND_Response* response = nullptr;
   PG_TRITON_RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&response, request), "response");
   auto fill = [&]() -> Status {
-    uint32_t count = 0;
-    PG_TRITON_RETURN_IF_ERROR(TRITONBACKEND_RequestOutputCount(request, &count), "outputs");
-    for (uint32_t i = 0; i < count; ++i) {
-      const char* name = nullptr;
-      PG_TRITON_RETURN_IF_ERROR(TRITONBACKEND_RequestOutputName(request, i, &name), "outputs");
+    PG_ASSIGN_OR_RETURN(std::vector<std::string> names, requested_outputs(request));
+    for (const std::string& name : names) {
       auto it = outputs.find(name);
-      if (it == outputs.end())
-        return invalid_input(std::string("the model has no output '") + name + "'");
+      if (it == outputs.end()) return invalid_input("the model has no output '" + name + "'");
       const Tensor& t = it->second;
-      TRITONSERVER_DataType type = dtype_to_triton(t.dtype());
-      if (type == TRITONSERVER_TYPE_INVALID)
-        return unsupported(std::string("output '") + name + "' of type " +
-                           std::string(dtype_name(t.dtype())) + " has no Triton data type");
       Shape shape = t.shape();
       size_t offset = 0, bytes = t.nbytes();
       if (batched) {
         if (shape.empty() || shape[0] != total_rows)
-          return internal_error(std::string("output '") + name + "' has shape " +
-                                shape_text(shape) + " for a batch of " +
-                                std::to_string(total_rows) + " rows");
+          return internal_error("output '" + name + "' has shape " + serving::dims_text(shape) +
+                                " for a batch of " + std::to_string(total_rows) + " rows");
         size_t row_bytes = total_rows ? t.nbytes() / static_cast<size_t>(total_rows) : 0;
         shape[0] = rows;
         offset = row_bytes * static_cast<size_t>(row);
         bytes = row_bytes * static_cast<size_t>(rows);
       }
-      TRITONBACKEND_Output* output = nullptr;
-      PG_TRITON_RETURN_IF_ERROR(
-          TRITONBACKEND_ResponseOutput(response, &output, name, type, shape.data(),
-                                       static_cast<uint32_t>(shape.size())),
-          std::string("output '") + name + "'");
-      void* buffer = nullptr;
-      TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
-      int64_t memory_id = 0;
-      PG_TRITON_RETURN_IF_ERROR(
-          TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory_type, &memory_id),
-          std::string("output '") + name + "'");
-      if (memory_type == TRITONSERVER_MEMORY_GPU)
-        return unsupported(std::string("output '") + name + "': Triton gave a GPU buffer");
+      PG_ASSIGN_OR_RETURN(void* buffer,
+                          add_response_output(response, name, t.dtype(), shape, bytes));
       if (bytes) std::memcpy(buffer, static_cast<const char*>(t.raw()) + offset, bytes);
     }
     return Status::ok();
@@ -178,6 +188,15 @@ void report_and_release(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Req
     TRITONSERVER_ErrorDelete(e);
 }
 
+// Triton's statistics of one execution of `batch_size` rows (after a run that happened).
+void report_batch(TRITONBACKEND_ModelInstance* instance, int64_t batch_size, uint64_t exec_start,
+                  uint64_t compute_start, uint64_t compute_end) {
+  if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
+          instance, static_cast<uint64_t>(batch_size), exec_start, compute_start, compute_end,
+          now_ns()))
+    TRITONSERVER_ErrorDelete(e);
+}
+
 // One run over `batch` (requests joined along dim 0 when `batched`): responses sent, statistics
 // reported, requests released.
 void run_batch(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
@@ -203,15 +222,21 @@ void run_batch(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
         parts.push_back(std::move(*in));
       }
       if (!status.is_ok()) break;
+      int64_t total_rows = -1;
       if (batched) {
-        int64_t offset = 0;
-        for (size_t r = 0; r < parts.size(); ++r) {
-          rows[r] = parts[r].shape.empty() ? 0 : parts[r].shape[0];
-          offsets[r] = offset;
-          offset += rows[r];
+        std::vector<Shape> shapes;
+        shapes.reserve(parts.size());
+        for (const RequestInput& p : parts) shapes.push_back(p.shape);
+        auto layout = serving::plan_batch(io.name, shapes);
+        if (!layout.is_ok()) {
+          status = layout.status();
+          break;
         }
+        rows = layout->rows;
+        offsets = layout->row_offset;
+        total_rows = layout->total_rows;
       }
-      auto joined = join_input(io, parts, batched);
+      auto joined = join_input(io, parts, total_rows);
       if (!joined.is_ok()) {
         status = joined.status();
         break;
@@ -250,10 +275,7 @@ void run_batch(TRITONBACKEND_ModelInstance* instance, InstanceState& state,
   if (compute_end != 0) {
     int64_t batch_size = 0;
     for (int64_t r : rows) batch_size += r;
-    if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
-            instance, static_cast<uint64_t>(batch_size), exec_start, compute_start, compute_end,
-            now_ns()))
-      TRITONSERVER_ErrorDelete(e);
+    report_batch(instance, batch_size, exec_start, compute_start, compute_end);
   }
 }
 
@@ -274,56 +296,36 @@ void run_static_request(TRITONBACKEND_ModelInstance* instance, InstanceState& st
         status = in.status();
         break;
       }
-      std::vector<RequestInput> parts;
-      parts.push_back(std::move(*in));
-      auto joined = join_input(io, parts, false);
+      auto joined = join_input(io, {std::move(*in)}, -1);
       if (!joined.is_ok()) {
         status = joined.status();
         break;
       }
       inputs.push_back(std::move(*joined));
     }
-    std::map<std::string, bool> requested;
-    uint32_t count = 0;
-    if (status.is_ok())
-      status = from_triton_error(TRITONBACKEND_RequestOutputCount(request, &count), "outputs");
-    for (uint32_t i = 0; status.is_ok() && i < count; ++i) {
-      const char* name = nullptr;
-      status = from_triton_error(TRITONBACKEND_RequestOutputName(request, i, &name), "outputs");
-      if (status.is_ok()) requested[name] = true;
+    std::set<std::string> requested;
+    if (status.is_ok()) {
+      auto names = requested_outputs(request);
+      if (names.is_ok()) requested.insert(names->begin(), names->end());
+      if (!names.is_ok()) status = names.status();
     }
     std::vector<Tensor> outputs;
     for (const IoInfo& io : state.model->outputs) {
       if (!status.is_ok()) break;
-      if (!requested.count(io.name)) {
+      if (!requested.erase(io.name)) {
         auto scratch = Tensor::make(io.dtype, io.shape);
         if (!scratch.is_ok()) status = scratch.status();
         if (scratch.is_ok()) outputs.push_back(std::move(*scratch));
         continue;
       }
-      requested.erase(io.name);
-      TRITONBACKEND_Output* output = nullptr;
-      void* buffer = nullptr;
-      TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
-      int64_t memory_id = 0;
-      int64_t numel = 1;
-      for (int64_t d : io.shape) numel *= d;
-      status = from_triton_error(TRITONBACKEND_ResponseOutput(
-                                     response, &output, io.name.c_str(), dtype_to_triton(io.dtype),
-                                     io.shape.data(), static_cast<uint32_t>(io.shape.size())),
-                                 "output '" + io.name + "'");
-      if (status.is_ok())
-        status = from_triton_error(
-            TRITONBACKEND_OutputBuffer(output, &buffer,
-                                       static_cast<uint64_t>(numel) * dtype_size(io.dtype),
-                                       &memory_type, &memory_id),
-            "output '" + io.name + "'");
-      if (status.is_ok() && memory_type == TRITONSERVER_MEMORY_GPU)
-        status = unsupported("output '" + io.name + "': Triton gave a GPU buffer");
-      if (status.is_ok()) outputs.push_back(Tensor::view(io.dtype, io.shape, buffer));
+      // Static shapes: the session checked the element count when the model loaded.
+      const size_t bytes = static_cast<size_t>(*checked_product(io.shape)) * dtype_size(io.dtype);
+      auto buffer = add_response_output(response, io.name, io.dtype, io.shape, bytes);
+      if (!buffer.is_ok()) status = buffer.status();
+      if (buffer.is_ok()) outputs.push_back(Tensor::view(io.dtype, io.shape, *buffer));
     }
     if (status.is_ok() && !requested.empty())
-      status = invalid_input("the model has no output '" + requested.begin()->first + "'");
+      status = invalid_input("the model has no output '" + *requested.begin() + "'");
     if (status.is_ok()) {
       compute_start = now_ns();
       status = state.session->run_into(inputs, outputs);
@@ -342,11 +344,7 @@ void run_static_request(TRITONBACKEND_ModelInstance* instance, InstanceState& st
     send_error(request, status);
   }
   report_and_release(instance, request, status.is_ok(), exec_start, compute_start, compute_end);
-  if (compute_end != 0) {
-    if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
-            instance, 1, exec_start, compute_start, compute_end, now_ns()))
-      TRITONSERVER_ErrorDelete(e);
-  }
+  if (compute_end != 0) report_batch(instance, 1, exec_start, compute_start, compute_end);
 }
 
 }  // namespace
