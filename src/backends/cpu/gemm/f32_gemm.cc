@@ -383,7 +383,12 @@ struct F32GemmPlan {
   // (prepacked_b: by the caller or here), or packed per (K, N) block into scratch.
   const float* prepacked_b = nullptr;
   bool direct_b = false;
-  bool rows_outer = false;  // tile order within a block: a row of tiles at a time
+  // Tile order within a block. A pre-packed A with its L2-sized B block: a row of tiles at a
+  // time, so consecutive tiles write (and read residuals from) the same MR rows of C, each row
+  // one cache line further, instead of MR new rows a whole C row apart per tile (on a 56x56
+  // conv each tile touched 6 pages). Otherwise BLIS order: the B micro-panel stays in L1 while
+  // the A block streams from L2.
+  bool rows_outer() const { return a_prepacked; }
   // Full tiles take the epilogue in registers on the last K block.
   bool fusable = false;
   float clamp_lo = 0.0f, clamp_hi = 0.0f;
@@ -424,12 +429,6 @@ F32GemmPlan plan_f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, in
   plan.fusable = !ep.empty() && kernel.fused_ukernel != nullptr &&
                  fused_epilogue_clamp(ep, &plan.clamp_lo, &plan.clamp_hi);
   plan.kc_max = std::min<int64_t>(kernel.kc, k);
-  // Tile order within a block. A pre-packed A with its L2-sized B block: a row of tiles at a
-  // time, so consecutive tiles write (and read residuals from) the same MR rows of C, each row
-  // one cache line further, instead of MR new rows a whole C row apart per tile (on a 56x56
-  // conv each tile touched 6 pages). Otherwise BLIS order: the B micro-panel stays in L1 while
-  // the A block streams from L2.
-  plan.rows_outer = plan.a_prepacked;
   // B read in place, not packed: a row-major B (a 1x1 conv's input planes) against pre-packed
   // weights with few rows, where the ISA's partial kernel takes a B row stride; packing would
   // copy each B element to feed only those few rows.
@@ -568,7 +567,7 @@ struct F32GemmBlock {
   // Every tile of the block, in the plan's order.
   void run() const {
     const int mr = kernel.mr, nr = kernel.nr;
-    if (!plan.rows_outer) {
+    if (!plan.rows_outer()) {
       for (int64_t jr = 0; jr < ncur; jr += nr)  // jr loop
         for (int64_t ir = 0; ir < mcur; ir += mr) tile(ir, jr);
       return;
@@ -647,7 +646,7 @@ void f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, int64_t k, con
                                kc,
                                last,
                                last && plan.fusable,
-                               plan.rows_outer && last && !ep.empty() && !plan.fusable,
+                               plan.rows_outer() && last && !ep.empty() && !plan.fusable,
                                scratch.tile};
         blk.run();
       }
