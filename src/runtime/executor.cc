@@ -474,6 +474,79 @@ Status GraphExecutor::run_into(const std::vector<Tensor>& inputs, std::vector<Te
   return Status::ok();
 }
 
+// Pre-binds node i's outputs: arena blocks, or the caller's buffers for graph outputs
+// (run_into), or last run's storage of a graph output the caller has released.
+void GraphExecutor::bind_outputs(size_t i, KernelContext& kctx, std::vector<Tensor>* out_buffers) {
+  const ir::Node& node = *graph_.nodes[i];
+  Step& step = steps_[i];
+  kctx.reset_outputs();
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (const planner::PlannedValue* pv = step.planned[k]) {
+      Tensor& t = slots_[static_cast<size_t>(step.out_slots[k])].tensor;
+      void* p = arena_ + pv->offset;
+      if (t.raw() != p || t.dtype() != pv->dtype || t.shape() != pv->dims)
+        t = Tensor::view(pv->dtype, pv->dims, p);  // a kernel replaced it last run
+      kctx.bind_output(k, std::move(t), /*zero_fill=*/!pv->shares_input);
+    } else if (out_buffers && step.graph_output[k] >= 0) {
+      Tensor& dst = (*out_buffers)[static_cast<size_t>(step.graph_output[k])];
+      Tensor& t = output_views_[static_cast<size_t>(step.graph_output[k])];
+      if (t.raw() != dst.raw() || t.dtype() != dst.dtype() || t.shape() != dst.shape())
+        t = Tensor::view(dst.dtype(), dst.shape(), dst.raw());
+      kctx.bind_output(k, std::move(t), /*zero_fill=*/true);
+    } else if (step.graph_output[k] >= 0) {
+      // Last run's storage of this graph output, if the caller has released it and this
+      // run's inferred type is static and the same.
+      // Only for the thread that was given it: that thread's release of it happened before
+      // this run (another thread's drop of its reference would not order its reads before
+      // our writes).
+      Tensor& last = recycled_outputs_[static_cast<size_t>(step.graph_output[k])];
+      const ir::ValueType& type = kctx.output_type(k);
+      if (recycled_for_ == std::this_thread::get_id() && last.sole_owner() && type.is_static() &&
+          last.dtype() == type.dtype && last.shape() == type.dims)
+        kctx.bind_output(k, std::move(last), /*zero_fill=*/true);
+      last = Tensor();
+    }
+  }
+}
+
+// Checks node i's outputs against their inferred types and moves them into their slots, each
+// in its own planned block (a view of another block is copied in) or out of the arena.
+Status GraphExecutor::store_outputs(size_t i, KernelContext& kctx) {
+  const ir::Node& node = *graph_.nodes[i];
+  const Step& step = steps_[i];
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (node.outputs[k].empty()) continue;
+    RuntimeValue& out = kctx.outputs()[k];
+    const ir::ValueType& expect = kctx.output_type(k);
+    if (out.is_tensor() && expect.is_tensor()) {
+      if (expect.dtype != DType::kUndefined && out.tensor.dtype() != expect.dtype)
+        return internal_error(node.describe() + ": output " + std::to_string(k) + " has type " +
+                              std::string(dtype_name(out.tensor.dtype())) + ", schema says " +
+                              std::string(dtype_name(expect.dtype)));
+      if (expect.is_static() && out.tensor.shape() != expect.dims)
+        return internal_error(node.describe() + ": output " + std::to_string(k) + " has shape " +
+                              shape_to_string(out.tensor.shape()) + ", schema says " +
+                              shape_to_string(expect.dims));
+    }
+    const planner::PlannedValue* pv = step.planned[k];
+    if (pv && out.is_tensor() && out.tensor.raw() != arena_ + pv->offset &&
+        in_arena(out.tensor.raw())) {
+      // Another block's bytes (a view of an input): they may be reused before this value
+      // dies, so copy them into this value's own block.
+      if (out.tensor.nbytes() != static_cast<size_t>(pv->bytes))
+        return internal_error(node.describe() + ": output " + std::to_string(k) +
+                              " does not match its planned size");
+      Tensor own = Tensor::view(pv->dtype, pv->dims, arena_ + pv->offset);
+      std::memmove(own.raw(), out.tensor.raw(), own.nbytes());
+      out.tensor = std::move(own);
+    } else if (!pv) {
+      detach_from_arena(out);
+    }
+    slots_[static_cast<size_t>(step.out_slots[k])] = std::move(out);
+  }
+  return Status::ok();
+}
+
 Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timings,
                               std::vector<Tensor>* out_buffers) {
   scope_ = Scope{&slot_of_, &slots_, outer};
@@ -512,35 +585,7 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
       kctx.mutable_output_types() = ictx.output_types();
     }
 
-    // Pre-bind outputs: arena blocks, or the caller's buffers for graph outputs (run_into).
-    kctx.reset_outputs();
-    for (size_t k = 0; k < node.outputs.size(); ++k) {
-      if (const planner::PlannedValue* pv = step.planned[k]) {
-        Tensor& t = slots_[static_cast<size_t>(step.out_slots[k])].tensor;
-        void* p = arena_ + pv->offset;
-        if (t.raw() != p || t.dtype() != pv->dtype || t.shape() != pv->dims)
-          t = Tensor::view(pv->dtype, pv->dims, p);  // a kernel replaced it last run
-        kctx.bind_output(k, std::move(t), /*zero_fill=*/!pv->shares_input);
-      } else if (out_buffers && step.graph_output[k] >= 0) {
-        Tensor& dst = (*out_buffers)[static_cast<size_t>(step.graph_output[k])];
-        Tensor& t = output_views_[static_cast<size_t>(step.graph_output[k])];
-        if (t.raw() != dst.raw() || t.dtype() != dst.dtype() || t.shape() != dst.shape())
-          t = Tensor::view(dst.dtype(), dst.shape(), dst.raw());
-        kctx.bind_output(k, std::move(t), /*zero_fill=*/true);
-      } else if (step.graph_output[k] >= 0) {
-        // Last run's storage of this graph output, if the caller has released it and this
-        // run's inferred type is static and the same.
-        // Only for the thread that was given it: that thread's release of it happened before
-        // this run (another thread's drop of its reference would not order its reads before
-        // our writes).
-        Tensor& last = recycled_outputs_[static_cast<size_t>(step.graph_output[k])];
-        const ir::ValueType& type = kctx.output_type(k);
-        if (recycled_for_ == std::this_thread::get_id() && last.sole_owner() && type.is_static() &&
-            last.dtype() == type.dtype && last.shape() == type.dims)
-          kctx.bind_output(k, std::move(last), /*zero_fill=*/true);
-        last = Tensor();
-      }
-    }
+    bind_outputs(i, kctx, out_buffers);
 
     const auto start = Clock::now();
     Status st;
@@ -568,36 +613,7 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
                               ? "reference (fallback of " + kernels_[i]->name() + ")"
                               : kernels_[i]->name()});
     }
-    for (size_t k = 0; k < node.outputs.size(); ++k) {
-      if (node.outputs[k].empty()) continue;
-      RuntimeValue& out = kctx.outputs()[k];
-      const ir::ValueType& expect = kctx.output_type(k);
-      if (out.is_tensor() && expect.is_tensor()) {
-        if (expect.dtype != DType::kUndefined && out.tensor.dtype() != expect.dtype)
-          return internal_error(node.describe() + ": output " + std::to_string(k) + " has type " +
-                                std::string(dtype_name(out.tensor.dtype())) + ", schema says " +
-                                std::string(dtype_name(expect.dtype)));
-        if (expect.is_static() && out.tensor.shape() != expect.dims)
-          return internal_error(node.describe() + ": output " + std::to_string(k) + " has shape " +
-                                shape_to_string(out.tensor.shape()) + ", schema says " +
-                                shape_to_string(expect.dims));
-      }
-      const planner::PlannedValue* pv = step.planned[k];
-      if (pv && out.is_tensor() && out.tensor.raw() != arena_ + pv->offset &&
-          in_arena(out.tensor.raw())) {
-        // Another block's bytes (a view of an input): they may be reused before this value
-        // dies, so copy them into this value's own block.
-        if (out.tensor.nbytes() != static_cast<size_t>(pv->bytes))
-          return internal_error(node.describe() + ": output " + std::to_string(k) +
-                                " does not match its planned size");
-        Tensor own = Tensor::view(pv->dtype, pv->dims, arena_ + pv->offset);
-        std::memmove(own.raw(), out.tensor.raw(), own.nbytes());
-        out.tensor = std::move(own);
-      } else if (!pv) {
-        detach_from_arena(out);
-      }
-      slots_[static_cast<size_t>(step.out_slots[k])] = std::move(out);
-    }
+    PG_RETURN_IF_ERROR(store_outputs(i, kctx));
     for (int dead : step.release) slots_[static_cast<size_t>(dead)] = RuntimeValue();
   }
   return Status::ok();

@@ -97,6 +97,9 @@ class GraphExecutor {
   // Runs every step over slots_ (graph inputs already placed); `out_buffers`: run_into's.
   Status execute(const Scope* outer, std::vector<NodeTiming>* timings,
                  std::vector<Tensor>* out_buffers);
+  // execute()'s steps around one node's kernel run.
+  void bind_outputs(size_t node, KernelContext& kctx, std::vector<Tensor>* out_buffers);
+  Status store_outputs(size_t node, KernelContext& kctx);
   Status check_static_inputs(bool always) const;
   bool in_arena(const void* p) const;
   // Slots, kernel contexts and the arena for runs (after create() or replicate() set the rest).

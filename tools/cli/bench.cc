@@ -188,6 +188,76 @@ void print_text(const BenchResult& r) {
               r.arena.arena_bytes / 1e6, r.arena.lower_bound_bytes / 1e6);
 }
 
+// How long bench warms up and times; iterations 0: run for duration_s.
+struct BenchTiming {
+  double warmup_ms = 200;
+  int64_t iterations = 0;
+  double duration_s = 3;
+};
+
+Status parse_timing_flags(const Args& args, BenchTiming* t) {
+  if (args.has("warmup-ms")) {
+    PG_ASSIGN_OR_RETURN(int64_t v, parse_int(args.get("warmup-ms"), "warmup-ms"));
+    if (v < 0 || v > 3600 * 1000) return invalid_input("--warmup-ms must be in 0..3600000");
+    t->warmup_ms = static_cast<double>(v);
+  }
+  if (args.has("iterations") && args.has("duration-s"))
+    return invalid_input("--iterations and --duration-s are exclusive; give one");
+  if (args.has("iterations")) {
+    PG_ASSIGN_OR_RETURN(int64_t v, parse_int(args.get("iterations"), "iterations"));
+    if (v < 1 || v > 100000000) return invalid_input("--iterations must be in 1..100000000");
+    t->iterations = v;
+  }
+  if (args.has("duration-s")) {
+    const std::string text = args.get("duration-s");
+    char* end = nullptr;
+    t->duration_s = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(t->duration_s > 0) || t->duration_s > 86400)
+      return invalid_input("--duration-s: expected seconds in (0, 86400], got '" + text + "'");
+  }
+  return Status::ok();
+}
+
+// The first run, the warm-up (the first run counts toward it) and the timed runs, with their
+// summaries, into `r`.
+Status measure(Session& s, const std::map<std::string, RuntimeValue>& values,
+               const BenchTiming& timing, BenchResult* r) {
+  auto t_first = Clock::now();
+  auto first = s.run_values(values);
+  r->first_run_ms = ms_since(t_first);
+  if (!first.is_ok()) return first.status();
+  double warmed_ms = r->first_run_ms;
+  while (warmed_ms < timing.warmup_ms) {
+    auto t0 = Clock::now();
+    auto out = s.run_values(values);
+    if (!out.is_ok()) return out.status();
+    warmed_ms += ms_since(t0);
+    ++r->warmup_iterations;
+  }
+  const int64_t min_duration_runs = 3;
+  auto t_loop = Clock::now();
+  for (int64_t i = 0;; ++i) {
+    if (timing.iterations > 0
+            ? i >= timing.iterations
+            : (i >= min_duration_runs && ms_since(t_loop) >= timing.duration_s * 1000))
+      break;
+    const double cpu0 = process_cpu_ms();
+    auto t0 = Clock::now();
+    auto out = s.run_values(values);
+    double ms = ms_since(t0);
+    r->cpu_ms.push_back(process_cpu_ms() - cpu0);
+    if (!out.is_ok()) return out.status();
+    r->latencies_ms.push_back(ms);
+  }
+  r->measured_wall_ms = ms_since(t_loop);
+  r->latency = lab::summarize_latencies(r->latencies_ms);
+  r->cpu_ms_median = lab::summarize_latencies(r->cpu_ms).median;
+  r->throughput_per_s =
+      r->measured_wall_ms > 0 ? r->latency.count * 1000.0 / r->measured_wall_ms : 0;
+  r->peak_rss_mb = peak_rss_mib();
+  return Status::ok();
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -215,30 +285,11 @@ int cmd_bench(int argc, char** argv) {
   st = parse_model_input_flags(args, &options, &given, &seed);
   if (st.is_ok()) st = parse_engine_flags(args, &options);
   if (!st.is_ok()) return print_error(st);
-  double warmup_ms = 200;
-  if (args.has("warmup-ms")) {
-    auto v = parse_int(args.get("warmup-ms"), "warmup-ms");
-    if (!v.is_ok()) return print_error(v.status());
-    if (*v < 0 || *v > 3600 * 1000) return print_error(invalid_input("--warmup-ms must be in 0..3600000"));
-    warmup_ms = static_cast<double>(*v);
-  }
-  if (args.has("iterations") && args.has("duration-s"))
-    return print_error(invalid_input("--iterations and --duration-s are exclusive; give one"));
-  int64_t iterations = 0;  // 0: run for `duration_s`
-  double duration_s = 3;
-  if (args.has("iterations")) {
-    auto v = parse_int(args.get("iterations"), "iterations");
-    if (!v.is_ok()) return print_error(v.status());
-    if (*v < 1 || *v > 100000000) return print_error(invalid_input("--iterations must be in 1..100000000"));
-    iterations = *v;
-  }
-  if (args.has("duration-s")) {
-    const std::string text = args.get("duration-s");
-    char* end = nullptr;
-    duration_s = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(duration_s > 0) || duration_s > 86400)
-      return print_error(invalid_input("--duration-s: expected seconds in (0, 86400], got '" + text + "'"));
-  }
+  BenchTiming timing;
+  st = parse_timing_flags(args, &timing);
+  if (!st.is_ok()) return print_error(st);
+  const double warmup_ms = timing.warmup_ms, duration_s = timing.duration_s;
+  const int64_t iterations = timing.iterations;
 
   BenchResult r;
   r.model = args.positional()[0];
@@ -259,40 +310,8 @@ int cmd_bench(int argc, char** argv) {
   for (const auto& [name, t] : *inputs) values[name] = RuntimeValue::of(t);
   given.clear();
 
-  auto t_first = Clock::now();
-  auto first = s.run_values(values);
-  r.first_run_ms = ms_since(t_first);
-  if (!first.is_ok()) return print_error(first.status());
-
-  // Warm-up: the first run counts toward it.
-  double warmed_ms = r.first_run_ms;
-  while (warmed_ms < warmup_ms) {
-    auto t0 = Clock::now();
-    auto out = s.run_values(values);
-    if (!out.is_ok()) return print_error(out.status());
-    warmed_ms += ms_since(t0);
-    ++r.warmup_iterations;
-  }
-
-  const int64_t min_duration_runs = 3;
-  auto t_loop = Clock::now();
-  for (int64_t i = 0;; ++i) {
-    if (iterations > 0 ? i >= iterations
-                       : (i >= min_duration_runs && ms_since(t_loop) >= duration_s * 1000))
-      break;
-    const double cpu0 = process_cpu_ms();
-    auto t0 = Clock::now();
-    auto out = s.run_values(values);
-    double ms = ms_since(t0);
-    r.cpu_ms.push_back(process_cpu_ms() - cpu0);
-    if (!out.is_ok()) return print_error(out.status());
-    r.latencies_ms.push_back(ms);
-  }
-  r.measured_wall_ms = ms_since(t_loop);
-  r.latency = lab::summarize_latencies(r.latencies_ms);
-  r.cpu_ms_median = lab::summarize_latencies(r.cpu_ms).median;
-  r.throughput_per_s = r.measured_wall_ms > 0 ? r.latency.count * 1000.0 / r.measured_wall_ms : 0;
-  r.peak_rss_mb = peak_rss_mib();
+  st = measure(s, values, timing, &r);
+  if (!st.is_ok()) return print_error(st);
 
   r.activations = static_activation_bytes(session_model(s).graph);
   r.arena = s.memory_plan_stats();

@@ -101,29 +101,106 @@ Status check_shape(KernelContext& ctx, size_t i, const Shape& expected) {
   return Status::ok();
 }
 
+// The attributes of an RNN / GRU / LSTM node.
+struct RecurrentAttributes {
+  std::string direction;
+  int64_t dirs = 1;
+  int64_t layout = 0;
+  std::vector<Activation> acts;  // per direction, in order
+  bool has_clip = false;
+  double clip = 0;
+  bool linear_before_reset = false;  // GRU
+  bool input_forget = false;         // LSTM
+};
+
+Status read_recurrent_attributes(KernelContext& ctx, CellKind kind, RecurrentAttributes* out) {
+  const auto& attrs = ctx.attrs();
+  PG_ASSIGN_OR_RETURN(out->direction, attrs.get_string("direction", "forward"));
+  out->dirs = out->direction == "bidirectional" ? 2 : 1;
+  if (ctx.opset() >= 14) {
+    PG_ASSIGN_OR_RETURN(out->layout, attrs.get_int("layout", 0));
+  }
+  PG_RETURN_IF_ERROR(read_activations(ctx, kind, out->dirs, &out->acts));
+  out->has_clip = attrs.has("clip");
+  PG_ASSIGN_OR_RETURN(float clip, attrs.get_float("clip", 0.0f));
+  out->clip = clip;
+  if (out->has_clip && !(out->clip > 0)) return ctx.error("clip must be positive");
+  if (kind == CellKind::kGru) {
+    PG_ASSIGN_OR_RETURN(int64_t v, attrs.get_int("linear_before_reset", 0));
+    out->linear_before_reset = v != 0;
+  }
+  if (kind == CellKind::kLstm) {
+    PG_ASSIGN_OR_RETURN(int64_t v, attrs.get_int("input_forget", 0));
+    out->input_forget = v != 0;
+  }
+  return Status::ok();
+}
+
+// One direction's cell: its activations, recurrent weights and bias, peepholes (LSTM).
+struct Cell {
+  CellKind kind;
+  const RecurrentAttributes* attrs;
+  const Activation* act;
+  int64_t hidden;
+  const double* rd;  // R of this direction (gates * hidden, hidden)
+  const double* rb;  // R's bias
+  const double* pd;  // peepholes i, o, f, or nullptr
+};
+
+// One step: the new h (and c for LSTM) from gx = W x + Wb and gh = R h + Rb.
+void cell_step(const Cell& cell, const std::vector<double>& gx, const std::vector<double>& gh,
+               std::vector<double>& h, std::vector<double>& c) {
+  const size_t hs = static_cast<size_t>(cell.hidden);
+  const Activation* act = cell.act;
+  const RecurrentAttributes& a = *cell.attrs;
+  auto clipped = [&](double v) { return a.has_clip ? std::clamp(v, -a.clip, a.clip) : v; };
+  std::vector<double> next_h(hs);
+  if (cell.kind == CellKind::kRnn) {
+    for (size_t j = 0; j < hs; ++j) next_h[j] = act[0](clipped(gx[j] + gh[j]));
+  } else if (cell.kind == CellKind::kGru) {
+    // Gate rows: z, r, h.
+    std::vector<double> reset(hs);
+    for (size_t j = 0; j < hs; ++j) reset[j] = act[0](clipped(gx[hs + j] + gh[hs + j]));
+    for (size_t j = 0; j < hs; ++j) {
+      double z = act[0](clipped(gx[j] + gh[j]));
+      double pre;
+      if (a.linear_before_reset) {
+        pre = gx[2 * hs + j] + reset[j] * gh[2 * hs + j];
+      } else {
+        // (r ⊙ h) R_h + Rb_h
+        const double* rh = cell.rd + static_cast<int64_t>(2 * hs + j) * cell.hidden;
+        double acc = cell.rb[2 * hs + j];
+        for (size_t k = 0; k < hs; ++k) acc += rh[k] * reset[k] * h[k];
+        pre = gx[2 * hs + j] + acc;
+      }
+      double candidate = act[1](clipped(pre));
+      next_h[j] = (1 - z) * candidate + z * h[j];
+    }
+  } else {
+    // Gate rows: i, o, f, c; peepholes: i, o, f.
+    const double* pd = cell.pd;
+    for (size_t j = 0; j < hs; ++j) {
+      double pi = pd ? pd[j] : 0, po = pd ? pd[hs + j] : 0, pf = pd ? pd[2 * hs + j] : 0;
+      double i_gate = act[0](clipped(gx[j] + gh[j] + pi * c[j]));
+      double f_gate = act[0](clipped(gx[2 * hs + j] + gh[2 * hs + j] + pf * c[j]));
+      if (a.input_forget) f_gate = 1 - i_gate;
+      double cand = act[1](clipped(gx[3 * hs + j] + gh[3 * hs + j]));
+      double new_c = f_gate * c[j] + i_gate * cand;
+      double o_gate = act[0](clipped(gx[hs + j] + gh[hs + j] + po * new_c));
+      c[j] = new_c;
+      next_h[j] = o_gate * act[2](new_c);
+    }
+  }
+  h = std::move(next_h);
+}
+
 Status recurrent_kernel(KernelContext& ctx, CellKind kind) {
   const int64_t gates = kind == CellKind::kRnn ? 1 : kind == CellKind::kGru ? 3 : 4;
   const auto& attrs = ctx.attrs();
-  PG_ASSIGN_OR_RETURN(std::string direction, attrs.get_string("direction", "forward"));
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  int64_t layout = 0;
-  if (ctx.opset() >= 14) {
-    PG_ASSIGN_OR_RETURN(layout, attrs.get_int("layout", 0));
-  }
-  std::vector<Activation> acts;
-  PG_RETURN_IF_ERROR(read_activations(ctx, kind, dirs, &acts));
-  const size_t acts_per_dir = acts.size() / static_cast<size_t>(dirs);
-  const bool has_clip = attrs.has("clip");
-  PG_ASSIGN_OR_RETURN(float clip_f, attrs.get_float("clip", 0.0f));
-  const double clip = clip_f;
-  if (has_clip && !(clip > 0)) return ctx.error("clip must be positive");
-  int64_t linear_before_reset = 0, input_forget = 0;
-  if (kind == CellKind::kGru) {
-    PG_ASSIGN_OR_RETURN(linear_before_reset, attrs.get_int("linear_before_reset", 0));
-  }
-  if (kind == CellKind::kLstm) {
-    PG_ASSIGN_OR_RETURN(input_forget, attrs.get_int("input_forget", 0));
-  }
+  RecurrentAttributes ra;
+  PG_RETURN_IF_ERROR(read_recurrent_attributes(ctx, kind, &ra));
+  const int64_t dirs = ra.dirs, layout = ra.layout;
+  const size_t acts_per_dir = ra.acts.size() / static_cast<size_t>(dirs);
 
   const Tensor& x_t = ctx.input(0);
   const Tensor& w_t = ctx.input(1);
@@ -183,16 +260,17 @@ Status recurrent_kernel(KernelContext& ctx, CellKind kind) {
   std::vector<double> y_h(static_cast<size_t>(dirs * batch * hidden), 0.0);
   std::vector<double> y_c(y_h.size(), 0.0);
   const size_t hs = static_cast<size_t>(hidden);
-  auto clipped = [&](double v) { return has_clip ? std::clamp(v, -clip, clip) : v; };
-
   for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
-    const Activation* act = &acts[static_cast<size_t>(d) * acts_per_dir];
+    const bool reverse = ra.direction == "reverse" || d == 1;
     const double* wd = &w[static_cast<size_t>(d * gates * hidden * input)];
-    const double* rd = &r[static_cast<size_t>(d * gates * hidden * hidden)];
     const double* wb = &bias[static_cast<size_t>(d * 2 * gates * hidden)];
-    const double* rb = wb + gates * hidden;
-    const double* pd = has_peep ? &peep[static_cast<size_t>(d * 3 * hidden)] : nullptr;
+    const Cell cell{kind,
+                    &ra,
+                    &ra.acts[static_cast<size_t>(d) * acts_per_dir],
+                    hidden,
+                    &r[static_cast<size_t>(d * gates * hidden * hidden)],
+                    wb + gates * hidden,
+                    has_peep ? &peep[static_cast<size_t>(d * 3 * hidden)] : nullptr};
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<double> h(hs, 0.0), c(hs, 0.0);
       if (has_init_h) std::copy_n(&init_h[state_at(d, b)], hs, h.begin());
@@ -204,50 +282,14 @@ Status recurrent_kernel(KernelContext& ctx, CellKind kind) {
         const double* xt = &x[x_at(t, b)];
         // gx = W x + Wb, gh = R h + Rb, per gate row.
         for (int64_t row = 0; row < gates * hidden; ++row) {
-          double ax = wb[row], ah = rb[row];
+          double ax = wb[row], ah = cell.rb[row];
           for (int64_t k = 0; k < input; ++k) ax += wd[row * input + k] * xt[k];
           for (int64_t k = 0; k < hidden; ++k)
-            ah += rd[row * hidden + k] * h[static_cast<size_t>(k)];
+            ah += cell.rd[row * hidden + k] * h[static_cast<size_t>(k)];
           gx[static_cast<size_t>(row)] = ax;
           gh[static_cast<size_t>(row)] = ah;
         }
-        std::vector<double> next_h(hs);
-        if (kind == CellKind::kRnn) {
-          for (size_t j = 0; j < hs; ++j) next_h[j] = act[0](clipped(gx[j] + gh[j]));
-        } else if (kind == CellKind::kGru) {
-          // Gate rows: z, r, h.
-          std::vector<double> reset(hs);
-          for (size_t j = 0; j < hs; ++j) reset[j] = act[0](clipped(gx[hs + j] + gh[hs + j]));
-          for (size_t j = 0; j < hs; ++j) {
-            double z = act[0](clipped(gx[j] + gh[j]));
-            double pre;
-            if (linear_before_reset != 0) {
-              pre = gx[2 * hs + j] + reset[j] * gh[2 * hs + j];
-            } else {
-              // (r ⊙ h) R_h + Rb_h
-              const double* rh = rd + static_cast<int64_t>(2 * hs + j) * hidden;
-              double acc = rb[2 * hs + j];
-              for (size_t k = 0; k < hs; ++k) acc += rh[k] * reset[k] * h[k];
-              pre = gx[2 * hs + j] + acc;
-            }
-            double candidate = act[1](clipped(pre));
-            next_h[j] = (1 - z) * candidate + z * h[j];
-          }
-        } else {
-          // Gate rows: i, o, f, c; peepholes: i, o, f.
-          for (size_t j = 0; j < hs; ++j) {
-            double pi = pd ? pd[j] : 0, po = pd ? pd[hs + j] : 0, pf = pd ? pd[2 * hs + j] : 0;
-            double i_gate = act[0](clipped(gx[j] + gh[j] + pi * c[j]));
-            double f_gate = act[0](clipped(gx[2 * hs + j] + gh[2 * hs + j] + pf * c[j]));
-            if (input_forget != 0) f_gate = 1 - i_gate;
-            double cand = act[1](clipped(gx[3 * hs + j] + gh[3 * hs + j]));
-            double new_c = f_gate * c[j] + i_gate * cand;
-            double o_gate = act[0](clipped(gx[hs + j] + gh[hs + j] + po * new_c));
-            c[j] = new_c;
-            next_h[j] = o_gate * act[2](new_c);
-          }
-        }
-        h = std::move(next_h);
+        cell_step(cell, gx, gh, h, c);
         std::copy(h.begin(), h.end(), &y[y_at(t, d, b)]);
       }
       std::copy(h.begin(), h.end(), &y_h[state_at(d, b)]);

@@ -83,6 +83,102 @@ Status rotary_embedding_kernel(KernelContext& ctx) {
 // key / value head h / (Hq / Hkv). The causal and window frontiers are bottom-right aligned:
 // query i sees key j <= i + offset, offset the past length (or nonpad_kv_seqlen - Sq).
 // float16 / bfloat16 attention computes on float32 copies and rounds each output once.
+// One Attention node's operands, sizes and attributes, with element accessors in (b, h, s, d)
+// for either layout; K / V positions below `past` come from the cache.
+struct AttentionProblem {
+  const Tensor& q;
+  const Tensor& k;
+  const Tensor& v;
+  const Tensor* mask;
+  const Tensor* past_k;
+  const Tensor* past_v;
+  const Tensor* nonpad;
+  bool three_d;
+  int64_t batch, hq, hkv, sq, snew, dq, dk, dv, past, total;
+  float root;  // sqrt(scale), applied to Q and K each
+  float softcap;
+  int64_t causal, qk_mode, left, right;
+
+  float q_at(int64_t b, int64_t h, int64_t s, int64_t d) const {
+    return three_d ? q.data<float>()[(b * sq + s) * hq * dq + h * dq + d]
+                   : q.data<float>()[((b * hq + h) * sq + s) * dq + d];
+  }
+  float kv_at(const Tensor& t, const Tensor* cache, int64_t width, int64_t b, int64_t h, int64_t j,
+              int64_t d) const {
+    if (j < past) return cache->data<float>()[((b * hkv + h) * past + j) * width + d];
+    const int64_t s = j - past;
+    return three_d ? t.data<float>()[(b * snew + s) * hkv * width + h * width + d]
+                   : t.data<float>()[((b * hkv + h) * snew + s) * width + d];
+  }
+  // The mask, broadcast from its own rank (right-aligned) to (B, Hq, Sq, L); past its last
+  // axis (shorter than L) everything is masked.
+  double mask_bias(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    if (!mask) return 0.0;
+    const int64_t r = mask->rank();
+    const Shape& ms = mask->shape();
+    if (j >= ms[static_cast<size_t>(r - 1)]) return -INFINITY;
+    const int64_t idx[4] = {b, h, i, j};
+    int64_t off = 0;
+    for (int64_t a = 0; a < r; ++a) {
+      const int64_t dim = ms[static_cast<size_t>(a)];
+      const int64_t coord = idx[4 - r + a];
+      off = off * dim + (dim == 1 ? 0 : coord);
+    }
+    if (mask->dtype() == DType::kBool) return mask->data<bool>()[off] ? 0.0 : -INFINITY;
+    return static_cast<double>(mask->data<float>()[off]);
+  }
+};
+
+// Query row i of head h in image b: scores, bias, softmax, P V into Y (and the requested
+// qk output). `score` and `bias` are scratch of `total` entries.
+void attention_row(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, Tensor& y,
+                   Tensor* qk_out, std::vector<double>& score, std::vector<double>& bias) {
+  const int64_t hk = h / (p.hq / p.hkv), total = p.total;
+  const int64_t offset = p.past_k ? p.past : p.nonpad ? p.nonpad->get_as_int64(b) - p.sq : 0;
+  float* qk_row = qk_out ? qk_out->data<float>() + ((b * p.hq + h) * p.sq + i) * total : nullptr;
+  double bias_max = -INFINITY;
+  for (int64_t j = 0; j < total; ++j) {
+    double qk = 0;
+    for (int64_t d = 0; d < p.dq; ++d)
+      qk += static_cast<double>(p.q_at(b, h, i, d) * p.root) *
+            static_cast<double>(p.kv_at(p.k, p.past_k, p.dk, b, hk, j, d) * p.root);
+    qk = static_cast<float>(qk);
+    if (p.softcap > 0) qk = p.softcap * std::tanh(qk / p.softcap);
+    double bj = p.mask_bias(b, h, i, j);
+    if (p.causal && j > i + offset) bj = -INFINITY;
+    const int64_t diff = i + offset - j;
+    if ((p.left >= 0 && diff > p.left) || (p.right >= 0 && -diff > p.right)) bj = -INFINITY;
+    if (p.nonpad && j >= p.nonpad->get_as_int64(b)) bj = -INFINITY;
+    bias[static_cast<size_t>(j)] = bj;
+    bias_max = std::max(bias_max, bj);
+    score[static_cast<size_t>(j)] = qk + bj;
+    if (qk_row && p.qk_mode < 2) qk_row[j] = static_cast<float>(qk);
+    if (qk_row && p.qk_mode == 2) qk_row[j] = static_cast<float>(qk + bj);
+  }
+  // Softmax over the row; a row whose every key is masked gives zeros.
+  double mx = -INFINITY;
+  for (double sc : score) mx = std::max(mx, sc);
+  double sum = 0;
+  for (auto& sc : score) {
+    sc = std::isinf(mx) && mx < 0 ? 0.0 : std::exp(sc - mx);
+    sum += sc;
+  }
+  const bool all_masked = std::isinf(bias_max) && bias_max < 0;
+  for (auto& sc : score) sc = all_masked || sum == 0 ? 0.0 : static_cast<float>(sc / sum);
+  if (qk_row && p.qk_mode == 3)
+    for (int64_t j = 0; j < total; ++j)
+      qk_row[j] = static_cast<float>(score[static_cast<size_t>(j)]);
+  for (int64_t d = 0; d < p.dv; ++d) {
+    double acc = 0;
+    for (int64_t j = 0; j < total; ++j)
+      acc += score[static_cast<size_t>(j)] *
+             static_cast<double>(p.kv_at(p.v, p.past_v, p.dv, b, hk, j, d));
+    const int64_t at = p.three_d ? (b * p.sq + i) * p.hq * p.dv + h * p.dv + d
+                                 : ((b * p.hq + h) * p.sq + i) * p.dv + d;
+    y.data<float>()[at] = static_cast<float>(acc);
+  }
+}
+
 Status attention_kernel(KernelContext& ctx) {
   const DType type = ctx.input(0).dtype();
   const bool narrow = type != DType::kFloat32;
@@ -126,51 +222,28 @@ Status attention_kernel(KernelContext& ctx) {
   const int64_t batch = q.dim(0);
   const int64_t hq = three_d ? q_heads_attr : q.dim(1), hkv = three_d ? kv_heads_attr : k.dim(1);
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
-    return ctx.error("q heads " + std::to_string(hq) + " must be a multiple of kv heads " + std::to_string(hkv));
+    return ctx.error("q heads " + std::to_string(hq) + " must be a multiple of kv heads " +
+                     std::to_string(hkv));
   const int64_t sq = three_d ? q.dim(1) : q.dim(2), snew = three_d ? k.dim(1) : k.dim(2);
-  if ((three_d ? v.dim(1) : v.dim(2)) != snew) return ctx.error("K and V have different sequence lengths");
+  if ((three_d ? v.dim(1) : v.dim(2)) != snew)
+    return ctx.error("K and V have different sequence lengths");
   const int64_t dq = three_d ? q.dim(2) / hq : q.dim(3), dk = three_d ? k.dim(2) / hkv : k.dim(3);
   const int64_t dv = three_d ? v.dim(2) / hkv : v.dim(3);
   if (dq != dk) return ctx.error("Q and K head sizes differ");
   const int64_t past = past_k ? past_k->dim(2) : 0, total = past + snew;
-  if (past_k && (past_k->shape() != Shape{batch, hkv, past, dk} || past_v->shape() != Shape{batch, hkv, past, dv}))
+  if (past_k && (past_k->shape() != Shape{batch, hkv, past, dk} ||
+                 past_v->shape() != Shape{batch, hkv, past, dv}))
     return ctx.error("past_key / past_value must be (batch, kv heads, past, head size)");
-  if (nonpad && nonpad->numel() != batch) return ctx.error("nonpad_kv_seqlen must hold one length per batch");
-  float scale;
-  {
-    PG_ASSIGN_OR_RETURN(float s, attrs.get_float("scale", 0.0f));
-    scale = attrs.has("scale") ? s : 1.0f / std::sqrt(static_cast<float>(dq));
-  }
-  const float root = std::sqrt(scale);
-  // Element accessors in (b, h, s, d) for either layout; K / V positions below `past` come from the cache.
-  auto q_at = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
-    return three_d ? q.data<float>()[(b * sq + s) * hq * dq + h * dq + d] : q.data<float>()[((b * hq + h) * sq + s) * dq + d];
-  };
-  auto kv_at = [&](const Tensor& t, const Tensor* cache, int64_t width, int64_t b, int64_t h, int64_t j, int64_t d) {
-    if (j < past) return cache->data<float>()[((b * hkv + h) * past + j) * width + d];
-    const int64_t s = j - past;
-    return three_d ? t.data<float>()[(b * snew + s) * hkv * width + h * width + d]
-                   : t.data<float>()[((b * hkv + h) * snew + s) * width + d];
-  };
-  // The mask, broadcast from its own rank (right-aligned) to (B, Hq, Sq, L); past its last
-  // axis (shorter than L) everything is masked.
-  auto mask_bias = [&](int64_t b, int64_t h, int64_t i, int64_t j) -> double {
-    if (!mask) return 0.0;
-    const int64_t r = mask->rank();
-    const Shape& ms = mask->shape();
-    if (j >= ms[static_cast<size_t>(r - 1)]) return -INFINITY;
-    const int64_t idx[4] = {b, h, i, j};
-    int64_t off = 0;
-    for (int64_t a = 0; a < r; ++a) {
-      const int64_t dim = ms[static_cast<size_t>(a)];
-      const int64_t coord = idx[4 - r + a];
-      off = off * dim + (dim == 1 ? 0 : coord);
-    }
-    if (mask->dtype() == DType::kBool) return mask->data<bool>()[off] ? 0.0 : -INFINITY;
-    return static_cast<double>(mask->data<float>()[off]);
-  };
-  if (mask && (mask->rank() < 1 || mask->rank() > 4 || (mask->dtype() != DType::kBool && mask->dtype() != DType::kFloat32)))
+  if (nonpad && nonpad->numel() != batch)
+    return ctx.error("nonpad_kv_seqlen must hold one length per batch");
+  if (mask && (mask->rank() < 1 || mask->rank() > 4 ||
+               (mask->dtype() != DType::kBool && mask->dtype() != DType::kFloat32)))
     return ctx.error("attn_mask must be bool or of Q's type, of rank 1 to 4");
+  PG_ASSIGN_OR_RETURN(float scale_attr, attrs.get_float("scale", 0.0f));
+  const float scale = attrs.has("scale") ? scale_attr : 1.0f / std::sqrt(static_cast<float>(dq));
+  const AttentionProblem p{
+      q,    k,  v,  mask, past_k, past_v, nonpad,           three_d, batch,  hq,      hkv,  sq,
+      snew, dq, dk, dv,   past,   total,  std::sqrt(scale), softcap, causal, qk_mode, left, right};
 
   Tensor& y = output(0, three_d ? Shape{batch, sq, hq * dv} : Shape{batch, hq, sq, dv});
   Tensor* present_k =
@@ -182,59 +255,16 @@ Status attention_kernel(KernelContext& ctx) {
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hkv; ++h)
       for (int64_t j = 0; j < total; ++j) {
+        const int64_t row = (b * hkv + h) * total + j;
         for (int64_t d = 0; present_k && d < dk; ++d)
-          present_k->data<float>()[((b * hkv + h) * total + j) * dk + d] = kv_at(k, past_k, dk, b, h, j, d);
+          present_k->data<float>()[row * dk + d] = p.kv_at(k, past_k, dk, b, h, j, d);
         for (int64_t d = 0; present_v && d < dv; ++d)
-          present_v->data<float>()[((b * hkv + h) * total + j) * dv + d] = kv_at(v, past_v, dv, b, h, j, d);
+          present_v->data<float>()[row * dv + d] = p.kv_at(v, past_v, dv, b, h, j, d);
       }
-  const int64_t reps = hq / hkv;
   std::vector<double> score(static_cast<size_t>(total)), bias(static_cast<size_t>(total));
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t offset = past_k ? past : nonpad ? nonpad->get_as_int64(b) - sq : 0;
-    for (int64_t h = 0; h < hq; ++h) {
-      const int64_t hk = h / reps;
-      for (int64_t i = 0; i < sq; ++i) {
-        double bias_max = -INFINITY;
-        for (int64_t j = 0; j < total; ++j) {
-          double qk = 0;
-          for (int64_t d = 0; d < dq; ++d)
-            qk += static_cast<double>(q_at(b, h, i, d) * root) * static_cast<double>(kv_at(k, past_k, dk, b, hk, j, d) * root);
-          qk = static_cast<float>(qk);
-          if (softcap > 0) qk = softcap * std::tanh(qk / softcap);
-          double bj = mask_bias(b, h, i, j);
-          if (causal && j > i + offset) bj = -INFINITY;
-          const int64_t diff = i + offset - j;
-          if ((left >= 0 && diff > left) || (right >= 0 && -diff > right)) bj = -INFINITY;
-          if (nonpad && j >= nonpad->get_as_int64(b)) bj = -INFINITY;
-          bias[static_cast<size_t>(j)] = bj;
-          bias_max = std::max(bias_max, bj);
-          score[static_cast<size_t>(j)] = qk + bj;
-          if (qk_out && qk_mode < 2) qk_out->data<float>()[((b * hq + h) * sq + i) * total + j] = static_cast<float>(qk);
-          if (qk_out && qk_mode == 2) qk_out->data<float>()[((b * hq + h) * sq + i) * total + j] = static_cast<float>(qk + bj);
-        }
-        // Softmax over the row; a row whose every key is masked gives zeros.
-        double mx = -INFINITY;
-        for (double sc : score) mx = std::max(mx, sc);
-        double sum = 0;
-        for (auto& sc : score) {
-          sc = std::isinf(mx) && mx < 0 ? 0.0 : std::exp(sc - mx);
-          sum += sc;
-        }
-        const bool all_masked = std::isinf(bias_max) && bias_max < 0;
-        for (auto& sc : score) sc = all_masked || sum == 0 ? 0.0 : static_cast<float>(sc / sum);
-        if (qk_out && qk_mode == 3)
-          for (int64_t j = 0; j < total; ++j)
-            qk_out->data<float>()[((b * hq + h) * sq + i) * total + j] = static_cast<float>(score[static_cast<size_t>(j)]);
-        for (int64_t d = 0; d < dv; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < total; ++j)
-            acc += score[static_cast<size_t>(j)] * static_cast<double>(kv_at(v, past_v, dv, b, hk, j, d));
-          const int64_t at = three_d ? (b * sq + i) * hq * dv + h * dv + d : ((b * hq + h) * sq + i) * dv + d;
-          y.data<float>()[at] = static_cast<float>(acc);
-        }
-      }
-    }
-  }
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < sq; ++i) attention_row(p, b, h, i, y, qk_out, score, bias);
   for (size_t i = 0; narrow && i < narrowed.size(); ++i) {
     if (narrowed[i].dtype() == DType::kUndefined) continue;  // an output not wanted
     PG_RETURN_IF_ERROR(

@@ -268,121 +268,11 @@ class AttentionKernel : public PreparedKernel {
     // Grouped-query attention: query head h reads K / V head h / group. The batch dims are then
     // (B, Hkv, group), K and V with stride 0 over the group.
     int64_t group = 1;
-    if (heads_ > 0) {
-      // (B, S, H * D): batch (b, h) starts at b * S * H * D + h * D; rows are H * D apart.
-      if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3) return false;
-      const int64_t h = heads_, hkv = kv_heads_, b = q.dim(0);
-      if (h % hkv != 0 || q.dim(2) % h != 0 || v.dim(2) % hkv != 0 ||
-          k.dim(2) * h != q.dim(2) * hkv || k.dim(1) != v.dim(1) ||
-          (k.dim(0) != b && k.dim(0) != 1) || (v.dim(0) != b && v.dim(0) != 1))
-        return false;
-      group = h / hkv;
-      p->sq = q.dim(1);
-      p->skv = k.dim(1);
-      p->d = q.dim(2) / h;
-      p->dv = v.dim(2) / hkv;
-      p->batch_rank = group > 1 ? 3 : 2;
-      p->batch_dims[0] = b;
-      p->batch_dims[1] = hkv;
-      p->batch_dims[2] = group;
-      // heads: the operand's head count; shared: K / V, whose heads the group shares.
-      auto heads_operand = [&](const Tensor& t, int64_t heads, int64_t width, bool shared) {
-        AttentionOperand o;
-        o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * heads * width;
-        o.batch_strides[1] = width * (shared ? 1 : group);
-        o.batch_strides[2] = shared ? 0 : width;
-        o.rs = heads * width;
-        o.cs = 1;
-        return o;
-      };
-      p->q = heads_operand(q, h, p->d, false);
-      p->k = heads_operand(k, hkv, p->d, true);
-      p->v = heads_operand(v, hkv, p->dv, true);
-      p->out = heads_operand(q, h, p->dv, false);
-      p->out.batch_strides[0] = p->sq * h * p->dv;
-      *out_shape = SmallShape{3, {b, p->sq, h * p->dv}};
-      scores = SmallShape{4, {b, h, p->sq, p->skv}};
-    } else if (grouped_per_head(q, k, v)) {
-      // (B, H, S, D) with K / V of Hkv heads, Hkv dividing H: batch dims (B, Hkv, group).
-      const int64_t b = q.dim(0), h = q.dim(1), hkv = k.dim(1);
-      group = h / hkv;
-      p->sq = q.dim(2);
-      p->d = q.dim(3);
-      p->skv = k_transposed_ ? k.dim(3) : k.dim(2);
-      p->dv = v.dim(3);
-      if ((k_transposed_ ? k.dim(2) : k.dim(3)) != p->d || v.dim(2) != p->skv) return false;
-      p->batch_rank = 3;
-      p->batch_dims[0] = b;
-      p->batch_dims[1] = hkv;
-      p->batch_dims[2] = group;
-      auto operand = [&](const Tensor& t, int64_t matrix, int64_t rs, int64_t cs, bool shared) {
-        AttentionOperand o;
-        o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * matrix;
-        o.batch_strides[1] = matrix * (shared ? 1 : group);
-        o.batch_strides[2] = shared ? 0 : matrix;
-        o.rs = rs;
-        o.cs = cs;
-        return o;
-      };
-      p->q = operand(q, p->sq * p->d, p->d, 1, false);
-      p->k = operand(k, p->skv * p->d, k_transposed_ ? 1 : p->d, k_transposed_ ? p->skv : 1, true);
-      p->v = operand(v, p->skv * p->dv, p->dv, 1, true);
-      p->out = operand(q, p->sq * p->dv, p->dv, 1, false);
-      p->out.batch_strides[0] = h * p->sq * p->dv;
-      *out_shape = SmallShape{4, {b, h, p->sq, p->dv}};
-      scores = SmallShape{4, {b, h, p->sq, p->skv}};
-    } else {
-      // (..., S, D) each, K and V broadcast over Q's batch dims; K^T is (..., D, Skv).
-      if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2 || k.rank() > q.rank() ||
-          v.rank() > q.rank() || q.rank() - 2 > kAttentionMaxBatchRank)
-        return false;
-      const int64_t kr = k.rank();
-      p->sq = q.dim(q.rank() - 2);
-      p->d = q.dim(q.rank() - 1);
-      p->skv = k_transposed_ ? k.dim(kr - 1) : k.dim(kr - 2);
-      const int64_t kd = k_transposed_ ? k.dim(kr - 2) : k.dim(kr - 1);
-      p->dv = v.dim(v.rank() - 1);
-      if (kd != p->d || v.dim(v.rank() - 2) != p->skv) return false;
-      p->batch_rank = static_cast<int>(q.rank() - 2);
-      SmallShape batch;
-      for (int i = 0; i < p->batch_rank; ++i) batch.push_back(q.dim(i));
-      std::copy(batch.dims, batch.dims + batch.rank, p->batch_dims);
-      auto plain_operand = [&](const Tensor& t, int64_t rs, int64_t cs, AttentionOperand* o) {
-        // The batch dims of t broadcast to Q's; each batch matrix is contiguous.
-        SmallShape tb;
-        for (int64_t i = 0; i + 2 < t.rank(); ++i) tb.push_back(t.dim(i));
-        if (tb.rank > batch.rank) return false;
-        const int64_t matrix = t.dim(t.rank() - 2) * t.dim(t.rank() - 1);
-        int64_t stride = matrix;
-        for (int i = 0; i < batch.rank; ++i) o->batch_strides[i] = 0;
-        for (int i = 0; i < tb.rank; ++i) {
-          const int64_t dim = tb.dims[tb.rank - 1 - i];
-          const int bi = batch.rank - 1 - i;
-          if (dim != 1 && dim != batch.dims[bi]) return false;
-          o->batch_strides[bi] = dim == 1 ? 0 : stride;
-          stride *= dim;
-        }
-        o->rs = rs;
-        o->cs = cs;
-        return true;
-      };
-      if (!plain_operand(q, p->d, 1, &p->q) ||
-          !plain_operand(k, k_transposed_ ? 1 : p->d, k_transposed_ ? p->skv : 1, &p->k) ||
-          !plain_operand(v, p->dv, 1, &p->v))
-        return false;
-      int64_t stride = p->sq * p->dv;  // out: contiguous (batch..., Sq, Dv)
-      for (int i = p->batch_rank - 1; i >= 0; --i) {
-        p->out.batch_strides[i] = stride;
-        stride *= p->batch_dims[i];
-      }
-      p->out.rs = p->dv;
-      *out_shape = batch;
-      out_shape->push_back(p->sq);
-      out_shape->push_back(p->dv);
-      scores = batch;
-      scores.push_back(p->sq);
-      scores.push_back(p->skv);
-    }
+    const bool described = heads_ > 0 ? describe_heads(q, k, v, p, out_shape, &scores, &group)
+                           : grouped_per_head(q, k, v)
+                               ? describe_grouped(q, k, v, p, out_shape, &scores, &group)
+                               : describe_plain(q, k, v, p, out_shape, &scores);
+    if (!described) return false;
     p->q.data = q.data<float>();
     p->k.data = k.data<float>();
     p->v.data = v.data<float>();
@@ -412,6 +302,133 @@ class AttentionKernel : public PreparedKernel {
       p->out.rs = p->out.batch_strides[2];
       p->mask.rs = p->mask.batch_strides[2];
     }
+    return true;
+  }
+
+  // The head form (B, S, H * D): batch (b, h) starts at b * S * H * D + h * D; rows are
+  // H * D apart.
+  bool describe_heads(const Tensor& q, const Tensor& k, const Tensor& v, AttentionProblem* p,
+                      SmallShape* out_shape, SmallShape* scores, int64_t* group) const {
+    if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3) return false;
+    const int64_t h = heads_, hkv = kv_heads_, b = q.dim(0);
+    if (h % hkv != 0 || q.dim(2) % h != 0 || v.dim(2) % hkv != 0 ||
+        k.dim(2) * h != q.dim(2) * hkv || k.dim(1) != v.dim(1) ||
+        (k.dim(0) != b && k.dim(0) != 1) || (v.dim(0) != b && v.dim(0) != 1))
+      return false;
+    *group = h / hkv;
+    p->sq = q.dim(1);
+    p->skv = k.dim(1);
+    p->d = q.dim(2) / h;
+    p->dv = v.dim(2) / hkv;
+    p->batch_rank = *group > 1 ? 3 : 2;
+    p->batch_dims[0] = b;
+    p->batch_dims[1] = hkv;
+    p->batch_dims[2] = *group;
+    // heads: the operand's head count; shared: K / V, whose heads the group shares.
+    auto heads_operand = [&](const Tensor& t, int64_t heads, int64_t width, bool shared) {
+      AttentionOperand o;
+      o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * heads * width;
+      o.batch_strides[1] = width * (shared ? 1 : *group);
+      o.batch_strides[2] = shared ? 0 : width;
+      o.rs = heads * width;
+      o.cs = 1;
+      return o;
+    };
+    p->q = heads_operand(q, h, p->d, false);
+    p->k = heads_operand(k, hkv, p->d, true);
+    p->v = heads_operand(v, hkv, p->dv, true);
+    p->out = heads_operand(q, h, p->dv, false);
+    p->out.batch_strides[0] = p->sq * h * p->dv;
+    *out_shape = SmallShape{3, {b, p->sq, h * p->dv}};
+    *scores = SmallShape{4, {b, h, p->sq, p->skv}};
+    return true;
+  }
+
+  // (B, H, S, D) with K / V of Hkv heads, Hkv dividing H: batch dims (B, Hkv, group).
+  bool describe_grouped(const Tensor& q, const Tensor& k, const Tensor& v, AttentionProblem* p,
+                        SmallShape* out_shape, SmallShape* scores, int64_t* group) const {
+    const int64_t b = q.dim(0), h = q.dim(1), hkv = k.dim(1);
+    *group = h / hkv;
+    p->sq = q.dim(2);
+    p->d = q.dim(3);
+    p->skv = k_transposed_ ? k.dim(3) : k.dim(2);
+    p->dv = v.dim(3);
+    if ((k_transposed_ ? k.dim(2) : k.dim(3)) != p->d || v.dim(2) != p->skv) return false;
+    p->batch_rank = 3;
+    p->batch_dims[0] = b;
+    p->batch_dims[1] = hkv;
+    p->batch_dims[2] = *group;
+    auto operand = [&](const Tensor& t, int64_t matrix, int64_t rs, int64_t cs, bool shared) {
+      AttentionOperand o;
+      o.batch_strides[0] = t.dim(0) == 1 ? 0 : t.dim(1) * matrix;
+      o.batch_strides[1] = matrix * (shared ? 1 : *group);
+      o.batch_strides[2] = shared ? 0 : matrix;
+      o.rs = rs;
+      o.cs = cs;
+      return o;
+    };
+    p->q = operand(q, p->sq * p->d, p->d, 1, false);
+    p->k = operand(k, p->skv * p->d, k_transposed_ ? 1 : p->d, k_transposed_ ? p->skv : 1, true);
+    p->v = operand(v, p->skv * p->dv, p->dv, 1, true);
+    p->out = operand(q, p->sq * p->dv, p->dv, 1, false);
+    p->out.batch_strides[0] = h * p->sq * p->dv;
+    *out_shape = SmallShape{4, {b, h, p->sq, p->dv}};
+    *scores = SmallShape{4, {b, h, p->sq, p->skv}};
+    return true;
+  }
+
+  // (..., S, D) each, K and V broadcast over Q's batch dims; K^T is (..., D, Skv).
+  bool describe_plain(const Tensor& q, const Tensor& k, const Tensor& v, AttentionProblem* p,
+                      SmallShape* out_shape, SmallShape* scores) const {
+    if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2 || k.rank() > q.rank() ||
+        v.rank() > q.rank() || q.rank() - 2 > kAttentionMaxBatchRank)
+      return false;
+    const int64_t kr = k.rank();
+    p->sq = q.dim(q.rank() - 2);
+    p->d = q.dim(q.rank() - 1);
+    p->skv = k_transposed_ ? k.dim(kr - 1) : k.dim(kr - 2);
+    const int64_t kd = k_transposed_ ? k.dim(kr - 2) : k.dim(kr - 1);
+    p->dv = v.dim(v.rank() - 1);
+    if (kd != p->d || v.dim(v.rank() - 2) != p->skv) return false;
+    p->batch_rank = static_cast<int>(q.rank() - 2);
+    SmallShape batch;
+    for (int i = 0; i < p->batch_rank; ++i) batch.push_back(q.dim(i));
+    std::copy(batch.dims, batch.dims + batch.rank, p->batch_dims);
+    auto plain_operand = [&](const Tensor& t, int64_t rs, int64_t cs, AttentionOperand* o) {
+      // The batch dims of t broadcast to Q's; each batch matrix is contiguous.
+      SmallShape tb;
+      for (int64_t i = 0; i + 2 < t.rank(); ++i) tb.push_back(t.dim(i));
+      if (tb.rank > batch.rank) return false;
+      const int64_t matrix = t.dim(t.rank() - 2) * t.dim(t.rank() - 1);
+      int64_t stride = matrix;
+      for (int i = 0; i < batch.rank; ++i) o->batch_strides[i] = 0;
+      for (int i = 0; i < tb.rank; ++i) {
+        const int64_t dim = tb.dims[tb.rank - 1 - i];
+        const int bi = batch.rank - 1 - i;
+        if (dim != 1 && dim != batch.dims[bi]) return false;
+        o->batch_strides[bi] = dim == 1 ? 0 : stride;
+        stride *= dim;
+      }
+      o->rs = rs;
+      o->cs = cs;
+      return true;
+    };
+    if (!plain_operand(q, p->d, 1, &p->q) ||
+        !plain_operand(k, k_transposed_ ? 1 : p->d, k_transposed_ ? p->skv : 1, &p->k) ||
+        !plain_operand(v, p->dv, 1, &p->v))
+      return false;
+    int64_t stride = p->sq * p->dv;  // out: contiguous (batch..., Sq, Dv)
+    for (int i = p->batch_rank - 1; i >= 0; --i) {
+      p->out.batch_strides[i] = stride;
+      stride *= p->batch_dims[i];
+    }
+    p->out.rs = p->dv;
+    *out_shape = batch;
+    out_shape->push_back(p->sq);
+    out_shape->push_back(p->dv);
+    *scores = batch;
+    scores->push_back(p->sq);
+    scores->push_back(p->skv);
     return true;
   }
 

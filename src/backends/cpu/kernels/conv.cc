@@ -429,7 +429,7 @@ class ConvKernel : public PreparedKernel {
       return ctx.error("input channels do not match the weight and group");
     if (bias && bias->numel() != w.dim(0)) return ctx.error("bias has the wrong size");
     // The window of the last run's sizes: resolving it parses the node's attributes (string-keyed
-    // lookups, six vectors), 1.5% of MobileNetV2's run when done on every run.
+    // lookups, six vectors), which is too slow to repeat on every run of a small model.
     const std::array<int64_t, 4> sizes = {x.dim(2), x.dim(3), w.dim(2), w.dim(3)};
     if (!window_ || window_sizes_ != sizes) {
       PG_ASSIGN_OR_RETURN(WindowGeometry resolved, resolve_window(ctx.node(), {x.dim(2), x.dim(3)},
@@ -438,61 +438,106 @@ class ConvKernel : public PreparedKernel {
       window_sizes_ = sizes;
     }
     const WindowGeometry& g = *window_;
-    Conv2dShape s{x.dim(0),       x.dim(1),       x.dim(2),        x.dim(3),
-                  w.dim(0),       g.output[0],    g.output[1],     w.dim(2),
-                  w.dim(3),       group_,         g.strides[0],    g.strides[1],
-                  g.dilations[0], g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
+    const Conv2dShape s{x.dim(0),       x.dim(1),       x.dim(2),        x.dim(3),
+                        w.dim(0),       g.output[0],    g.output[1],     w.dim(2),
+                        w.dim(3),       group_,         g.strides[0],    g.strides[1],
+                        g.dilations[0], g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
     Tensor& y = ctx.output_for_overwrite(0);
     if (y.numel() == 0) return Status::ok();
-    const float* px = x.data<float>();
-    const float* pw = w.data<float>();
-    const float* pb = bias ? bias->data<float>() : nullptr;
-    float* py = y.data<float>();
-    const int threads = ctx.num_threads();
     bool broadcast_z = false;
     const Tensor* z = residual_input(ctx, fused_, y, &broadcast_z);
     if (broadcast_z) return run_reference_on_w(ctx);
-    const float* pz = z ? z->data<float>() : nullptr;  // (N, Cout, OH, OW) like y
+    const ConvIo io{x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
+                    z ? z->data<float>() : nullptr,  // (N, Cout, OH, OW) like y
+                    y.data<float>()};
+    const int threads = ctx.num_threads();
     if (group_ > 1 && group_ == s.in_c && w.dim(1) == 1) {
-      const DwConv2dGeometry dg{s.in_h,     s.in_w,     s.out_h, s.out_w, s.kh,    s.kw,
-                                s.stride_h, s.stride_w, s.dil_h, s.dil_w, s.pad_t, s.pad_l};
-      if (depthwise_chw_supported(dg)) {  // row-buffered kernel, epilogue fused per row
-        last_run_depthwise_ =
-            depthwise_chw(f32_dwconv2d_chw_ukernel(),
-                          DepthwiseChwArgs{px, pw, pb, pz, py, s.batch, s.in_c, s.out_c, dg},
-                          fused_, gemm_.epilogue, threads);
-        return Status::ok();
-      }
-      last_run_depthwise_ = "direct_depthwise";
-      direct_depthwise(px, pw, pb, py, s, threads);
-      if (pz || fused_.activation != Activation::kNone) {
-        // Residual and activation over the whole output, one row per plane.
-        const int64_t planes = s.batch * s.out_c, plane = s.out_h * s.out_w;
-        GemmEpilogue ep = activation_epilogue(fused_);
-        ep.residual = pz;
-        ep.ldr = plane;
-        auto task = [&](int64_t t, int) {
-          gemm_.epilogue(py + t * plane, static_cast<size_t>(plane), 1, static_cast<size_t>(plane),
-                         static_cast<size_t>(t), 0, ep);
-        };
-        cpu_thread_pool().parallel_for(planes, threads, task);
-      }
+      run_depthwise(s, io, threads);
       return Status::ok();
     }
     last_run_depthwise_ = nullptr;
-    last_run_grouped_ = false;
-    if (grouped_ && packed_w_bf16_.empty() && algo_ != ConvAlgoChoice::kIm2col) {
-      const GroupedConv2dGeometry gg{s.in_c / group_, s.out_c / group_, s.in_h,    s.in_w,
-                                     s.out_h,         s.out_w,          s.kh,      s.kw,
-                                     s.stride_h,      s.stride_w,       s.dil_h,   s.dil_w,
-                                     s.pad_t,         s.pad_l};
-      if (use_conv2d_grouped(gg)) {
-        last_run_grouped_ = true;
-        conv2d_grouped(grouped_, GroupedConvArgs{px, pw, pb, pz, py, s.batch, group_, gg}, fused_,
-                       gemm_.epilogue, threads);
+    if (run_grouped_direct(s, io, threads)) return Status::ok();
+    const int64_t out_c_g = s.out_c / group_, k = s.in_c / group_ * s.kh * s.kw;
+    const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
+                            packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
+    const bool planes_ok =
+        gemm_.indirect_ukernel != nullptr && use_packed && !is_pointwise(s, g) && k > 0;
+    if (run_winograd_if_chosen(s, g, io, planes_ok, threads)) return Status::ok();
+    if (!packed_w_bf16_.empty()) {
+      last_run_tapwise_ = tapwise_applies(s) && packed_w_bf16_.size() == 1;
+      if (last_run_tapwise_) {
+        run_tapwise(io.w, io.x, io.b, io.z, io.y, s, threads);
         return Status::ok();
       }
+      return run_bf16(ctx, io.x, io.w, io.b, io.z, io.y, s, g);
     }
+    if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
+    last_run_tapwise_ = use_packed && tapwise_applies(s);
+    if (last_run_tapwise_) {
+      last_run_indirect_ = false;
+      last_run_planes_ = false;
+      run_tapwise(nullptr, io.x, io.b, io.z, io.y, s, threads);
+      return Status::ok();
+    }
+    run_gemm_groups(s, g, io, use_packed, planes_ok, threads);
+    return Status::ok();
+  }
+
+ private:
+  // The buffers of one run: input, weights, bias and residual (nullptr when absent), output.
+  struct ConvIo {
+    const float* x;
+    const float* w;
+    const float* b;
+    const float* z;
+    float* y;
+  };
+
+  // Depthwise: the row-buffered kernel with the epilogue fused per row where it applies, else
+  // the direct kernel followed by one epilogue pass over the output.
+  void run_depthwise(const Conv2dShape& s, const ConvIo& io, int threads) {
+    const DwConv2dGeometry dg{s.in_h,     s.in_w,     s.out_h, s.out_w, s.kh,    s.kw,
+                              s.stride_h, s.stride_w, s.dil_h, s.dil_w, s.pad_t, s.pad_l};
+    if (depthwise_chw_supported(dg)) {
+      last_run_depthwise_ = depthwise_chw(
+          f32_dwconv2d_chw_ukernel(),
+          DepthwiseChwArgs{io.x, io.w, io.b, io.z, io.y, s.batch, s.in_c, s.out_c, dg}, fused_,
+          gemm_.epilogue, threads);
+      return;
+    }
+    last_run_depthwise_ = "direct_depthwise";
+    direct_depthwise(io.x, io.w, io.b, io.y, s, threads);
+    if (!io.z && fused_.activation == Activation::kNone) return;
+    // Residual and activation over the whole output, one row per plane.
+    const int64_t planes = s.batch * s.out_c, plane = s.out_h * s.out_w;
+    GemmEpilogue ep = activation_epilogue(fused_);
+    ep.residual = io.z;
+    ep.ldr = plane;
+    cpu_thread_pool().parallel_for(planes, threads, [&](int64_t t, int) {
+      gemm_.epilogue(io.y + t * plane, static_cast<size_t>(plane), 1, static_cast<size_t>(plane),
+                     static_cast<size_t>(t), 0, ep);
+    });
+  }
+
+  // Narrow groups on the direct grouped kernel, where it was chosen at preparation and takes
+  // the shape; false leaves the conv to the GEMM paths.
+  bool run_grouped_direct(const Conv2dShape& s, const ConvIo& io, int threads) {
+    last_run_grouped_ = false;
+    if (!grouped_ || !packed_w_bf16_.empty() || algo_ == ConvAlgoChoice::kIm2col) return false;
+    const GroupedConv2dGeometry gg{
+        s.in_c / group_, s.out_c / group_, s.in_h,  s.in_w,  s.out_h, s.out_w, s.kh, s.kw,
+        s.stride_h,      s.stride_w,       s.dil_h, s.dil_w, s.pad_t, s.pad_l};
+    if (!use_conv2d_grouped(gg)) return false;
+    last_run_grouped_ = true;
+    conv2d_grouped(grouped_, GroupedConvArgs{io.x, io.w, io.b, io.z, io.y, s.batch, group_, gg},
+                   fused_, gemm_.epilogue, threads);
+    return true;
+  }
+
+  // Winograd F(4x4) or F(2x2) where the algorithm override or the rules above pick it; its
+  // transformed weights are built on the first run that takes it. False: neither applies.
+  bool run_winograd_if_chosen(const Conv2dShape& s, const WindowGeometry& g, const ConvIo& io,
+                              bool planes_ok, int threads) {
     const WinogradConvShape ws{s.batch, s.in_c,  s.in_h,  s.in_w, s.out_c,
                                s.out_h, s.out_w, s.pad_t, s.pad_l};
     const bool winograd_ok = winograd_weights_.rank() == 4 && s.in_c > 0 && s.stride_h == 1 &&
@@ -501,16 +546,6 @@ class ConvKernel : public PreparedKernel {
                              winograd_weights_.dim(1) == s.in_c &&
                              std::max({s.pad_t, s.pad_l, g.pads_end[0], g.pads_end[1]}) <= 2;
     const bool is_auto = algo_ == ConvAlgoChoice::kAuto;
-    const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
-    const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
-    const int64_t in_plane = s.in_h * s.in_w;
-    const bool pointwise = is_pointwise(s, g);
-    const bool use_packed = static_cast<int64_t>(packed_w_.size()) == group_ &&
-                            packed_w_[0].rows() == out_c_g && packed_w_[0].cols() == k;
-    const PhasePlanesConvShape planes{in_c_g,     s.in_h,     s.in_w,  out_c_g, s.out_h,
-                                      s.out_w,    s.kh,       s.kw,    s.stride_h, s.stride_w,
-                                      s.dil_h,    s.dil_w,    s.pad_t, s.pad_l};
-    const bool planes_ok = gemm_.indirect_ukernel != nullptr && use_packed && !pointwise && k > 0;
     // At bf16 the rule never picks F(4x4): U and V rounded to bf16 after its transforms
     // (coefficients up to 5) leave a layer about 10x the error of the direct bf16 conv, where
     // F(2x2)'s is 2x (CpuBf16Conv.WinogradWithinBf16Error); F(2x2) takes the layers F(4x4)
@@ -528,42 +563,38 @@ class ConvKernel : public PreparedKernel {
          (is_auto && (use_winograd_f2x3(ws) || (bf16_ && use_winograd_f4x3(ws))) &&
           !(planes_ok && !bf16_ && phase_planes_beat_winograd(ws, WinogradF2x3Conv::kTile)) &&
           !(bf16_planes_ok && bf16_phase_planes_beat_winograd(ws))));
+    GemmEpilogue ep = activation_epilogue(fused_);
+    ep.residual = io.z;
     if (last_run_winograd_f2x3_) {
       if (!winograd_f2x3_)
         winograd_f2x3_ = std::make_unique<WinogradF2x3Conv>(
             winograd_gemm(WinogradF2x3Conv::kTile, ws), winograd_f2x3_ukernels(),
             winograd_weights_.data<float>(), s.out_c, s.in_c, bf16_);
-      GemmEpilogue ep = activation_epilogue(fused_);
-      ep.residual = pz;
-      winograd_f2x3_->run(px, ws, pb, ep, py, threads);
-      return Status::ok();
+      winograd_f2x3_->run(io.x, ws, io.b, ep, io.y, threads);
+      return true;
     }
     if (last_run_winograd_) {
       if (!winograd_)
         winograd_ = std::make_unique<WinogradF4x3Conv>(
             winograd_gemm(WinogradF4x3Conv::kTile, ws), winograd_f4x3_ukernels(),
             winograd_weights_.data<float>(), s.out_c, s.in_c, bf16_);
-      GemmEpilogue ep = activation_epilogue(fused_);
-      ep.residual = pz;
-      winograd_->run(px, ws, pb, ep, py, threads);
-      return Status::ok();
+      winograd_->run(io.x, ws, io.b, ep, io.y, threads);
+      return true;
     }
-    if (!packed_w_bf16_.empty()) {
-      last_run_tapwise_ = tapwise_applies(s) && packed_w_bf16_.size() == 1;
-      if (last_run_tapwise_) {
-        run_tapwise(pw, px, pb, pz, py, s, threads);
-        return Status::ok();
-      }
-      return run_bf16(ctx, px, pw, pb, pz, py, s, g);
-    }
-    if (!use_packed && !packed_w_.empty()) return run_reference_on_w(ctx);
-    last_run_tapwise_ = use_packed && tapwise_applies(s);
-    if (last_run_tapwise_) {
-      last_run_indirect_ = false;
-      last_run_planes_ = false;
-      run_tapwise(nullptr, px, pb, pz, py, s, threads);
-      return Status::ok();
-    }
+    return false;
+  }
+
+  // The float32 GEMM paths, one GEMM per (image, group): 1x1 convs on the input planes, the
+  // indirect stride-2 rows, the phase planes, or im2col.
+  void run_gemm_groups(const Conv2dShape& s, const WindowGeometry& g, const ConvIo& io,
+                       bool use_packed, bool planes_ok, int threads) {
+    const int64_t in_c_g = s.in_c / group_, out_c_g = s.out_c / group_;
+    const int64_t k = in_c_g * s.kh * s.kw, pixels = s.out_h * s.out_w;
+    const int64_t in_plane = s.in_h * s.in_w;
+    const bool pointwise = is_pointwise(s, g);
+    const PhasePlanesConvShape planes{in_c_g,  s.in_h,  s.in_w,  out_c_g,    s.out_h,
+                                      s.out_w, s.kh,    s.kw,    s.stride_h, s.stride_w,
+                                      s.dil_h, s.dil_w, s.pad_t, s.pad_l};
     // The indirect GEMM writes Y by output rows; the phase planes write a padded grid and
     // compact it, which costs more than it saves where K is small (stems).
     last_run_indirect_ =
@@ -576,41 +607,35 @@ class ConvKernel : public PreparedKernel {
                         (algo_ == ConvAlgoChoice::kAuto && use_conv_phase_planes(planes)));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t grp = 0; grp < group_; ++grp) {
-        const float* x_group = px + (n * s.in_c + grp * in_c_g) * in_plane;
-        float* y_group = py + (n * s.out_c + grp * out_c_g) * pixels;  // (Cout_g, OH * OW)
+        const float* x_group = io.x + (n * s.in_c + grp * in_c_g) * in_plane;
+        float* y_group = io.y + (n * s.out_c + grp * out_c_g) * pixels;  // (Cout_g, OH * OW)
         const GemmOperand a = use_packed ? GemmOperand::of(packed_w_[static_cast<size_t>(grp)])
-                                         : GemmOperand::of(pw + grp * out_c_g * k, k, 1);
+                                         : GemmOperand::of(io.w + grp * out_c_g * k, k, 1);
         const int64_t y_offset = (n * s.out_c + grp * out_c_g) * pixels;
-        const GemmEpilogue ep = output_epilogue(pb, pz, y_offset, grp * out_c_g, pixels);
+        const GemmEpilogue ep = output_epilogue(io.b, io.z, y_offset, grp * out_c_g, pixels);
         if (pointwise) {
           f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(x_group, in_plane, 1), y_group,
                    pixels, 1.0f, 0.0f, ep, threads);
-          continue;
-        }
-        if (last_run_planes_) {
+        } else if (last_run_planes_) {
           float* scratch =
               conv_scratch_floats(static_cast<size_t>(phase_planes_scratch_floats(planes)));
           conv_phase_planes(gemm_, packed_w_[static_cast<size_t>(grp)], x_group, planes, y_group,
                             ep, scratch, threads);
-          continue;
-        }
-        if (last_run_indirect_) {
+        } else if (last_run_indirect_) {
           float* buffer =
               conv_scratch_floats(static_cast<size_t>(StrideTwoConvRows::buffer_floats(s, in_c_g)));
           const StrideTwoConvRows rows(x_group, in_c_g, s, buffer, threads);
           f32_gemm_indirect(gemm_, out_c_g, k, packed_w_[static_cast<size_t>(grp)], rows, y_group,
                             pixels, ep, threads);
-          continue;
+        } else {
+          const Im2colPacker im2col(x_group, s);
+          f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(im2col), y_group, pixels, 1.0f,
+                   0.0f, ep, threads);
         }
-        const Im2colPacker im2col(x_group, s);
-        f32_gemm(gemm_, out_c_g, pixels, k, a, GemmOperand::of(im2col), y_group, pixels, 1.0f, 0.0f,
-                 ep, threads);
       }
     }
-    return Status::ok();
   }
 
- private:
   // Tap-wise convolution for stride-1 group-1 convs whose taps fall largely in the padding
   // (dilated convs on small maps: DeepLab's ASPP): the conv is the sum over taps of a 1x1 conv,
   // W_tap (Cout, Cin) times the input shifted by the tap, over only the output rows where that

@@ -50,123 +50,140 @@ class MapCopyKernel : public PreparedKernel {
   }
 
  private:
-  // Fills maps_ (and the shapes the engine sees); false when this case goes to the reference.
+  // Each build_* fills maps_ (and the shapes the engine sees); false when this case goes to the
+  // reference. `out` starts as X's shape and maps_ with one map per axis.
   Expected<bool> build(KernelContext& ctx, const Tensor& x, Shape* in, Shape* out,
                        const void** fill) {
-    const int64_t rank = x.rank();
-    maps_.resize(static_cast<size_t>(rank));
+    maps_.resize(static_cast<size_t>(x.rank()));
     out->assign(x.shape().begin(), x.shape().end());
-    if (op_ == "Slice") {
-      auto p = shape_util::slice_params(ctx);
-      if (!p.is_ok()) return false;
-      auto axes = shape_util::slice_axes(x.shape(), (*p)[0].values, (*p)[1].values,
-                                         (*p)[2].values, (*p)[3].values);
-      if (!axes.is_ok()) return false;
-      for (int64_t d = 0; d < rank; ++d) {
-        const shape_util::SliceAxis& a = (*axes)[static_cast<size_t>(d)];
-        auto& m = maps_[static_cast<size_t>(d)];
-        m.resize(static_cast<size_t>(a.count));
-        for (int64_t c = 0; c < a.count; ++c) m[static_cast<size_t>(c)] = a.start + c * a.step;
-        (*out)[static_cast<size_t>(d)] = a.count;
-      }
-      return true;
+    if (op_ == "Slice") return build_slice(ctx, x, out);
+    if (op_ == "Pad") return build_pad(ctx, x, out, fill);
+    if (op_ == "Tile") return build_tile(ctx, x, in, out);
+    if (op_ == "Expand") return build_expand(ctx, x, in, out);
+    return build_gather(ctx, x, out);
+  }
+
+  Expected<bool> build_slice(KernelContext& ctx, const Tensor& x, Shape* out) {
+    const int64_t rank = x.rank();
+    auto p = shape_util::slice_params(ctx);
+    if (!p.is_ok()) return false;
+    auto axes = shape_util::slice_axes(x.shape(), (*p)[0].values, (*p)[1].values, (*p)[2].values,
+                                       (*p)[3].values);
+    if (!axes.is_ok()) return false;
+    for (int64_t d = 0; d < rank; ++d) {
+      const shape_util::SliceAxis& a = (*axes)[static_cast<size_t>(d)];
+      auto& m = maps_[static_cast<size_t>(d)];
+      m.resize(static_cast<size_t>(a.count));
+      for (int64_t c = 0; c < a.count; ++c) m[static_cast<size_t>(c)] = a.start + c * a.step;
+      (*out)[static_cast<size_t>(d)] = a.count;
     }
-    if (op_ == "Pad") {
-      PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "constant"));
-      auto spec = shape_util::pad_params(ctx, rank);
-      if (!spec.is_ok() || !spec->has_value()) return false;
-      const shape_util::PadSpec& pads = **spec;
-      if (mode == "constant") {
-        fill_.assign(dtype_size(x.dtype()), 0);
-        if (ctx.opset() >= 11) {
-          if (ctx.has_input(2)) {
-            const Tensor& v = ctx.input(2);
-            if (v.dtype() != x.dtype() || v.numel() != 1) return false;
-            std::memcpy(fill_.data(), v.raw(), fill_.size());
-          }
-        } else {
-          PG_ASSIGN_OR_RETURN(float v, ctx.attrs().get_float("value", 0.0f));
-          if (x.dtype() != DType::kFloat32) return false;
-          std::memcpy(fill_.data(), &v, sizeof v);
+    return true;
+  }
+
+  Expected<bool> build_pad(KernelContext& ctx, const Tensor& x, Shape* out, const void** fill) {
+    const int64_t rank = x.rank();
+    PG_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().get_string("mode", "constant"));
+    auto spec = shape_util::pad_params(ctx, rank);
+    if (!spec.is_ok() || !spec->has_value()) return false;
+    const shape_util::PadSpec& pads = **spec;
+    if (mode == "constant") {
+      fill_.assign(dtype_size(x.dtype()), 0);
+      if (ctx.opset() >= 11) {
+        if (ctx.has_input(2)) {
+          const Tensor& v = ctx.input(2);
+          if (v.dtype() != x.dtype() || v.numel() != 1) return false;
+          std::memcpy(fill_.data(), v.raw(), fill_.size());
         }
-        *fill = fill_.data();
-      } else if (mode != "edge" && mode != "reflect" && mode != "wrap") {
+      } else {
+        PG_ASSIGN_OR_RETURN(float v, ctx.attrs().get_float("value", 0.0f));
+        if (x.dtype() != DType::kFloat32) return false;
+        std::memcpy(fill_.data(), &v, sizeof v);
+      }
+      *fill = fill_.data();
+    } else if (mode != "edge" && mode != "reflect" && mode != "wrap") {
+      return false;
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      const size_t k = static_cast<size_t>(d);
+      const int64_t lo = std::max<int64_t>(0, -pads.begin[k]);
+      const int64_t len = x.dim(d) - lo - std::max<int64_t>(0, -pads.end[k]);
+      const int64_t before = std::max<int64_t>(0, pads.begin[k]);
+      const int64_t n = x.dim(d) + pads.begin[k] + pads.end[k];
+      if (n < 0 || (len <= 0 && mode != "constant" && n > 0)) return false;
+      auto& m = maps_[k];
+      m.resize(static_cast<size_t>(n));
+      for (int64_t c = 0; c < n; ++c) {
+        int64_t w = c - before;  // position in the kept window [lo, lo + len)
+        if (w < 0 || w >= len) {
+          if (mode == "constant") {
+            m[static_cast<size_t>(c)] = IndexMapCopy::kFill;
+            continue;
+          }
+          if (mode == "edge") {
+            w = std::clamp<int64_t>(w, 0, len - 1);
+          } else if (mode == "wrap") {
+            w = ((w % len) + len) % len;
+          } else if (len == 1) {
+            w = 0;
+          } else {  // reflect
+            const int64_t period = 2 * (len - 1);
+            w = ((w % period) + period) % period;
+            if (w >= len) w = period - w;
+          }
+        }
+        m[static_cast<size_t>(c)] = lo + w;
+      }
+      (*out)[k] = n;
+    }
+    return true;
+  }
+
+  Expected<bool> build_tile(KernelContext& ctx, const Tensor& x, Shape* in, Shape* out) {
+    const int64_t rank = x.rank();
+    if (!ctx.has_input(1)) return false;
+    const std::vector<int64_t> reps = ctx.input(1).to_int64_vector();
+    if (static_cast<int64_t>(reps.size()) != rank) return false;
+    // Output dim d as (reps[d], x[d]): the engine sees rank 2r, repeats read index 0.
+    in->clear();
+    out->clear();
+    maps_.resize(static_cast<size_t>(2 * rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (reps[static_cast<size_t>(d)] < 0) return false;
+      in->push_back(1);
+      in->push_back(x.dim(d));
+      out->push_back(reps[static_cast<size_t>(d)]);
+      out->push_back(x.dim(d));
+      maps_[static_cast<size_t>(2 * d)].assign(static_cast<size_t>(reps[static_cast<size_t>(d)]),
+                                               0);
+      identity_map(maps_[static_cast<size_t>(2 * d + 1)], x.dim(d));
+    }
+    return true;
+  }
+
+  Expected<bool> build_expand(KernelContext& ctx, const Tensor& x, Shape* in, Shape* out) {
+    const int64_t rank = x.rank();
+    const ir::ValueType& t = ctx.output_type(0);
+    if (!t.is_static() || static_cast<int64_t>(t.dims.size()) < rank) return false;
+    const size_t r = t.dims.size();
+    in->assign(r - static_cast<size_t>(rank), 1);
+    in->insert(in->end(), x.shape().begin(), x.shape().end());
+    out->assign(t.dims.begin(), t.dims.end());
+    maps_.resize(r);
+    for (size_t d = 0; d < r; ++d) {
+      if ((*in)[d] == (*out)[d]) {
+        identity_map(maps_[d], (*out)[d]);
+      } else if ((*in)[d] == 1) {
+        maps_[d].assign(static_cast<size_t>((*out)[d]), 0);
+      } else {
         return false;
       }
-      for (int64_t d = 0; d < rank; ++d) {
-        const size_t k = static_cast<size_t>(d);
-        const int64_t lo = std::max<int64_t>(0, -pads.begin[k]);
-        const int64_t len = x.dim(d) - lo - std::max<int64_t>(0, -pads.end[k]);
-        const int64_t before = std::max<int64_t>(0, pads.begin[k]);
-        const int64_t n = x.dim(d) + pads.begin[k] + pads.end[k];
-        if (n < 0 || (len <= 0 && mode != "constant" && n > 0)) return false;
-        auto& m = maps_[k];
-        m.resize(static_cast<size_t>(n));
-        for (int64_t c = 0; c < n; ++c) {
-          int64_t w = c - before;  // position in the kept window [lo, lo + len)
-          if (w < 0 || w >= len) {
-            if (mode == "constant") {
-              m[static_cast<size_t>(c)] = IndexMapCopy::kFill;
-              continue;
-            }
-            if (mode == "edge") {
-              w = std::clamp<int64_t>(w, 0, len - 1);
-            } else if (mode == "wrap") {
-              w = ((w % len) + len) % len;
-            } else if (len == 1) {
-              w = 0;
-            } else {  // reflect
-              const int64_t period = 2 * (len - 1);
-              w = ((w % period) + period) % period;
-              if (w >= len) w = period - w;
-            }
-          }
-          m[static_cast<size_t>(c)] = lo + w;
-        }
-        (*out)[k] = n;
-      }
-      return true;
     }
-    if (op_ == "Tile") {
-      if (!ctx.has_input(1)) return false;
-      const std::vector<int64_t> reps = ctx.input(1).to_int64_vector();
-      if (static_cast<int64_t>(reps.size()) != rank) return false;
-      // Output dim d as (reps[d], x[d]): the engine sees rank 2r, repeats read index 0.
-      in->clear();
-      out->clear();
-      maps_.resize(static_cast<size_t>(2 * rank));
-      for (int64_t d = 0; d < rank; ++d) {
-        if (reps[static_cast<size_t>(d)] < 0) return false;
-        in->push_back(1);
-        in->push_back(x.dim(d));
-        out->push_back(reps[static_cast<size_t>(d)]);
-        out->push_back(x.dim(d));
-        maps_[static_cast<size_t>(2 * d)].assign(static_cast<size_t>(reps[static_cast<size_t>(d)]),
-                                                 0);
-        identity_map(maps_[static_cast<size_t>(2 * d + 1)], x.dim(d));
-      }
-      return true;
-    }
-    if (op_ == "Expand") {
-      const ir::ValueType& t = ctx.output_type(0);
-      if (!t.is_static() || static_cast<int64_t>(t.dims.size()) < rank) return false;
-      const size_t r = t.dims.size();
-      in->assign(r - static_cast<size_t>(rank), 1);
-      in->insert(in->end(), x.shape().begin(), x.shape().end());
-      out->assign(t.dims.begin(), t.dims.end());
-      maps_.resize(r);
-      for (size_t d = 0; d < r; ++d) {
-        if ((*in)[d] == (*out)[d]) {
-          identity_map(maps_[d], (*out)[d]);
-        } else if ((*in)[d] == 1) {
-          maps_[d].assign(static_cast<size_t>((*out)[d]), 0);
-        } else {
-          return false;
-        }
-      }
-      return true;
-    }
-    // Gather: data dims before the axis, the indices flattened, the dims after it.
+    return true;
+  }
+
+  // Gather: data dims before the axis, the indices flattened, the dims after it.
+  Expected<bool> build_gather(KernelContext& ctx, const Tensor& x, Shape* out) {
+    const int64_t rank = x.rank();
     PG_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 0));
     if (axis < -rank || axis >= rank || !ctx.has_input(1)) return false;
     if (axis < 0) axis += rank;

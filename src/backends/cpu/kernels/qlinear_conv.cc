@@ -123,6 +123,45 @@ class QLinearConvKernel : public PreparedKernel {
   }
 
  private:
+  // The depthwise taps in the layouts of the VNNI kernels this CPU has: quads per kernel row
+  // for the image-bytes kernel, row pairs for the pair-plane kernel.
+  void pack_depthwise_vnni(const Tensor& w, const Qu8DwconvGeometry& taps) {
+    const int8_t* wd = w.data<int8_t>();
+    const int64_t m = w.dim(0);
+    if (cpu_features().avx512_vnni && cpu_features().avx512_vbmi) {
+      // Taps (i, 4q..4q + 3) as one int32 of four bytes: the image-bytes kernel's weights.
+      const int64_t kh = w.dim(2), kw = w.dim(3), groups = (kw + 3) / 4;
+      for (int64_t oc = 0; oc < m; ++oc) {
+        const int8_t* tw = wd + oc * kh * kw;
+        int32_t sum = 0;
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t q = 0; q < groups; ++q) {
+            uint32_t quad = 0;
+            for (int64_t b = 0; b < 4 && 4 * q + b < kw; ++b) {
+              quad |= static_cast<uint32_t>(static_cast<uint8_t>(tw[i * kw + 4 * q + b]))
+                      << (8 * b);
+              sum += tw[i * kw + 4 * q + b];
+            }
+            dw_wquads_.push_back(static_cast<int32_t>(quad));
+          }
+        dw_bias_bytes_.push_back(dw_bias_[oc] - x_zero_ * sum);
+      }
+    }
+    if (cpu_features().avx512_vnni && avx512vnni::qu8_dwconv2d_pairs_supported(taps)) {
+      // Taps (2i, j) and (2i + 1, j) as one int32 pair: the pair-plane kernel's weights.
+      const int64_t kh = w.dim(2), kw = w.dim(3), kh2 = (kh + 1) / 2;
+      for (int64_t oc = 0; oc < m; ++oc)
+        for (int64_t i = 0; i < kh2; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            const int8_t* tw = wd + oc * kh * kw;
+            const int32_t top = tw[2 * i * kw + j];
+            const int32_t below = 2 * i + 1 < kh ? tw[(2 * i + 1) * kw + j] : 0;
+            dw_wpairs_.push_back(static_cast<int32_t>((static_cast<uint32_t>(top) & 0xFFFFu) |
+                                                      (static_cast<uint32_t>(below) << 16)));
+          }
+    }
+  }
+
   // Rows (c, i, j) of oh * ow bytes: x[c, oy * sh - pt + i * dh, ox * sw - pl + j * dw], the
   // zero point outside the image.
   void im2col(const uint8_t* image, int64_t cg, int64_t h, int64_t w,
@@ -363,38 +402,7 @@ Expected<std::unique_ptr<PreparedKernel>> QLinearConvKernel::make(
                                    0,
                                    0,
                                    0};
-      if (cpu_features().avx512_vnni && cpu_features().avx512_vbmi) {
-        // Taps (i, 4q..4q + 3) as one int32 of four bytes: the image-bytes kernel's weights.
-        const int64_t kh = w->dim(2), kw = w->dim(3), groups = (kw + 3) / 4;
-        for (int64_t oc = 0; oc < m; ++oc) {
-          const int8_t* tw = wd + oc * kh * kw;
-          int32_t sum = 0;
-          for (int64_t i = 0; i < kh; ++i)
-            for (int64_t q = 0; q < groups; ++q) {
-              uint32_t quad = 0;
-              for (int64_t b = 0; b < 4 && 4 * q + b < kw; ++b) {
-                quad |= static_cast<uint32_t>(static_cast<uint8_t>(tw[i * kw + 4 * q + b]))
-                        << (8 * b);
-                sum += tw[i * kw + 4 * q + b];
-              }
-              kernel->dw_wquads_.push_back(static_cast<int32_t>(quad));
-            }
-          kernel->dw_bias_bytes_.push_back(kernel->dw_bias_[oc] - kernel->x_zero_ * sum);
-        }
-      }
-      if (cpu_features().avx512_vnni && avx512vnni::qu8_dwconv2d_pairs_supported(taps)) {
-        // Taps (2i, j) and (2i + 1, j) as one int32 pair: the pair-plane kernel's weights.
-        const int64_t kh = w->dim(2), kw = w->dim(3), kh2 = (kh + 1) / 2;
-        for (int64_t oc = 0; oc < m; ++oc)
-          for (int64_t i = 0; i < kh2; ++i)
-            for (int64_t j = 0; j < kw; ++j) {
-              const int8_t* taps = wd + oc * kh * kw;
-              const int32_t top = taps[2 * i * kw + j];
-              const int32_t below = 2 * i + 1 < kh ? taps[(2 * i + 1) * kw + j] : 0;
-              kernel->dw_wpairs_.push_back(static_cast<int32_t>(
-                  (static_cast<uint32_t>(top) & 0xFFFFu) | (static_cast<uint32_t>(below) << 16)));
-            }
-      }
+      kernel->pack_depthwise_vnni(*w, taps);
     }
     return std::unique_ptr<PreparedKernel>(std::move(kernel));
   }

@@ -64,10 +64,9 @@ class RecurrentKernel : public PreparedKernel {
   Status run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     if (x.dtype() != DType::kFloat32 || x.rank() != 3) return fallback(ctx);
-    const int64_t dirs = direction_ == "bidirectional" ? 2 : 1;
-    const int64_t gates = gate_count(cell_);
-    const int64_t seq = x.dim(layout_ == 0 ? 0 : 1), batch = x.dim(layout_ == 0 ? 1 : 0);
-    const int64_t input = x.dim(2);
+    const RunShape rs{
+        direction_ == "bidirectional" ? 2 : 1, gate_count(cell_), x.dim(layout_ == 0 ? 0 : 1),
+        x.dim(layout_ == 0 ? 1 : 0),           x.dim(2),          hidden_};
     if (packed_.empty()) {
       const Tensor& w = ctx.input(1);
       const Tensor& r = ctx.input(2);
@@ -77,130 +76,159 @@ class RecurrentKernel : public PreparedKernel {
       pack(w, r, &run_packed_);
     }
     const std::vector<Direction>& packs = packed_.empty() ? run_packed_ : packed_;
-    if (static_cast<int64_t>(packs.size()) != dirs) return fallback(ctx);
-    const int64_t hidden = hidden_;
-    if (packs[0].w->rows() != input || hidden_gates_ != gates * hidden) return fallback(ctx);
+    if (!takes(ctx, rs, packs)) return fallback(ctx);
+    const int64_t hidden = rs.hidden;
+    const RunIo io{ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr,
+                   ctx.has_input(5) ? ctx.input(5).data<float>() : nullptr,
+                   cell_ == Cell::kLstm && ctx.has_input(6) ? ctx.input(6).data<float>() : nullptr,
+                   cell_ == Cell::kLstm && ctx.has_input(7) ? ctx.input(7).data<float>() : nullptr,
+                   ctx.wants_output(0) ? ctx.output_for_overwrite(0).data<float>() : nullptr,
+                   ctx.num_outputs() > 1 && ctx.wants_output(1)
+                       ? ctx.output_for_overwrite(1).data<float>()
+                       : nullptr,
+                   cell_ == Cell::kLstm && ctx.num_outputs() > 2 && ctx.wants_output(2)
+                       ? ctx.output_for_overwrite(2).data<float>()
+                       : nullptr};
+    const size_t gh_cols = static_cast<size_t>(rs.gates * hidden);
+    gx_.resize(static_cast<size_t>(rs.seq * rs.batch) * gh_cols);
+    gh_.resize(static_cast<size_t>(rs.batch) * gh_cols);
+    h_.resize(static_cast<size_t>(rs.batch * hidden));
+    c_.resize(h_.size());
+    tmp_.resize(h_.size());
+    bias_.resize(gh_cols);
+    for (int64_t d = 0; d < rs.dirs; ++d)
+      run_direction(rs, packs[static_cast<size_t>(d)], d, x.data<float>(), io, ctx.num_threads());
+    return Status::ok();
+  }
+
+ private:
+  struct RunShape {
+    int64_t dirs, gates, seq, batch, input, hidden;
+  };
+  // The optional inputs (nullptr when absent) and the wanted outputs (nullptr when not).
+  struct RunIo {
+    const float* bias;  // (dirs, 2 * gates * hidden): Wb then Rb
+    const float* init_h;
+    const float* init_c;
+    const float* peep;  // (dirs, 3 * hidden)
+    float* y;
+    float* y_h;
+    float* y_c;
+  };
+
+  // Whether this kernel takes the node as given: float32 operands of the shapes it packed for,
+  // full sequences, and outputs of the shapes it writes (a model whose hidden_size or direction
+  // disagrees with W and R can infer others).
+  bool takes(KernelContext& ctx, const RunShape& rs, const std::vector<Direction>& packs) const {
+    const int64_t dirs = rs.dirs, hidden = rs.hidden;
+    if (static_cast<int64_t>(packs.size()) != dirs) return false;
+    if (packs[0].w->rows() != rs.input || hidden_gates_ != rs.gates * hidden) return false;
     for (size_t i = 3; i < ctx.num_inputs(); ++i)
-      if (ctx.has_input(i) && ctx.input(i).dtype() != DType::kFloat32 && i != 4)
-        return fallback(ctx);
+      if (ctx.has_input(i) && ctx.input(i).dtype() != DType::kFloat32 && i != 4) return false;
     const Shape state_shape =
-        layout_ == 0 ? Shape{dirs, batch, hidden} : Shape{batch, dirs, hidden};
-    const bool has_bias = ctx.has_input(3);
-    if (has_bias && ctx.input(3).shape() != Shape{dirs, 2 * gates * hidden}) return fallback(ctx);
+        layout_ == 0 ? Shape{dirs, rs.batch, hidden} : Shape{rs.batch, dirs, hidden};
+    if (ctx.has_input(3) && ctx.input(3).shape() != Shape{dirs, 2 * rs.gates * hidden})
+      return false;
     if (ctx.has_input(4)) {  // sequence_lens: only all-full sequences here
       const Tensor& lens = ctx.input(4);
-      if (lens.numel() != batch) return fallback(ctx);
+      if (lens.numel() != rs.batch) return false;
       for (int64_t v : lens.to_int64_vector())
-        if (v != seq) return fallback(ctx);
+        if (v != rs.seq) return false;
     }
-    const Tensor* init_h = ctx.has_input(5) ? &ctx.input(5) : nullptr;
-    const Tensor* init_c = cell_ == Cell::kLstm && ctx.has_input(6) ? &ctx.input(6) : nullptr;
-    const Tensor* peep = cell_ == Cell::kLstm && ctx.has_input(7) ? &ctx.input(7) : nullptr;
-    if ((init_h && init_h->shape() != state_shape) || (init_c && init_c->shape() != state_shape) ||
-        (peep && peep->shape() != Shape{dirs, 3 * hidden}))
-      return fallback(ctx);
-
-    // The outputs must have the shapes this kernel writes; a model whose hidden_size or
-    // direction disagrees with W and R can infer others.
-    const Shape y_shape =
-        layout_ == 0 ? Shape{seq, dirs, batch, hidden} : Shape{batch, seq, dirs, hidden};
+    const bool lstm = cell_ == Cell::kLstm;
+    if ((ctx.has_input(5) && ctx.input(5).shape() != state_shape) ||
+        (lstm && ctx.has_input(6) && ctx.input(6).shape() != state_shape) ||
+        (lstm && ctx.has_input(7) && ctx.input(7).shape() != Shape{dirs, 3 * hidden}))
+      return false;
+    const Shape y_shape = layout_ == 0 ? Shape{rs.seq, dirs, rs.batch, hidden}
+                                       : Shape{rs.batch, rs.seq, dirs, hidden};
     auto output_shape_is = [&](size_t i, const Shape& want) {
       if (i >= ctx.num_outputs() || !ctx.wants_output(i)) return true;
       const ir::ValueType& t = ctx.output_type(i);
       return t.has_shape && t.dims == want;
     };
-    if (!output_shape_is(0, y_shape) || !output_shape_is(1, state_shape) ||
-        (cell_ == Cell::kLstm && !output_shape_is(2, state_shape)))
-      return fallback(ctx);
-    float* y = ctx.wants_output(0) ? ctx.output_for_overwrite(0).data<float>() : nullptr;
-    float* y_h = ctx.num_outputs() > 1 && ctx.wants_output(1)
-                     ? ctx.output_for_overwrite(1).data<float>() : nullptr;
-    float* y_c = cell_ == Cell::kLstm && ctx.num_outputs() > 2 && ctx.wants_output(2)
-                     ? ctx.output_for_overwrite(2).data<float>() : nullptr;
-    const size_t gh_cols = static_cast<size_t>(gates * hidden);
-    gx_.resize(static_cast<size_t>(seq * batch) * gh_cols);
-    gh_.resize(static_cast<size_t>(batch) * gh_cols);
-    h_.resize(static_cast<size_t>(batch * hidden));
-    c_.resize(h_.size());
-    tmp_.resize(h_.size());
-    bias_.resize(gh_cols);
-    const int threads = ctx.num_threads();
-    const float* px = x.data<float>();
-    const size_t hs = static_cast<size_t>(hidden);
-    auto state_at = [&](int64_t d, int64_t b) {
+    return output_shape_is(0, y_shape) && output_shape_is(1, state_shape) &&
+           (!lstm || output_shape_is(2, state_shape));
+  }
+
+  // Direction d: the input projection of the whole sequence as one GEMM, then per step the
+  // state product and the cell's gates.
+  void run_direction(const RunShape& rs, const Direction& pk, int64_t d, const float* px,
+                     const RunIo& io, int threads) {
+    const int64_t dirs = rs.dirs, gates = rs.gates, seq = rs.seq, batch = rs.batch;
+    const int64_t input = rs.input, hidden = rs.hidden;
+    const size_t hs = static_cast<size_t>(hidden), gh_cols = static_cast<size_t>(gates * hidden);
+    auto state_at = [&](int64_t b) {
       return static_cast<size_t>((layout_ == 0 ? d * batch + b : b * dirs + d) * hidden);
     };
     auto x_row = [&](int64_t t, int64_t b) { return layout_ == 0 ? t * batch + b : b * seq + t; };
-    auto y_at = [&](int64_t t, int64_t d, int64_t b) {
+    auto y_at = [&](int64_t t, int64_t b) {
       return static_cast<size_t>(
           (layout_ == 0 ? (t * dirs + d) * batch + b : (b * seq + t) * dirs + d) * hidden);
     };
-
-    for (int64_t d = 0; d < dirs; ++d) {
-      const Direction& pk = packs[static_cast<size_t>(d)];
-      const bool reverse = direction_ == "reverse" || d == 1;
-      const float* wb = has_bias ? ctx.input(3).data<float>() + d * 2 * gates * hidden : nullptr;
-      const float* rb = wb ? wb + gates * hidden : nullptr;
-      // The input projection's bias: Wb + Rb, but GRU-lbr's h gate keeps its Rb for later.
-      for (size_t j = 0; j < gh_cols; ++j) {
-        const bool rb_inside = cell_ == Cell::kGru && lbr_ && j >= 2 * hs;
-        bias_[j] = wb ? wb[j] + (rb_inside ? 0.0f : rb[j]) : 0.0f;
-      }
-      GemmEpilogue ep;
-      ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
-      ep.bias = bias_.data();
-      // gx rows follow X's rows (t * batch + b, or b * seq + t for layout 1).
-      f32_gemm(gemm_, seq * batch, gates * hidden, input, GemmOperand::of(px, input, 1),
-               GemmOperand::of(*pk.w), gx_.data(), gates * hidden, 1.0f, 0.0f, ep, threads);
+    const bool reverse = direction_ == "reverse" || d == 1;
+    const float* wb = io.bias ? io.bias + d * 2 * gates * hidden : nullptr;
+    const float* rb = wb ? wb + gates * hidden : nullptr;
+    // The input projection's bias: Wb + Rb, but GRU-lbr's h gate keeps its Rb for later.
+    for (size_t j = 0; j < gh_cols; ++j) {
+      const bool rb_inside = cell_ == Cell::kGru && lbr_ && j >= 2 * hs;
+      bias_[j] = wb ? wb[j] + (rb_inside ? 0.0f : rb[j]) : 0.0f;
+    }
+    GemmEpilogue ep;
+    ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+    ep.bias = bias_.data();
+    // gx rows follow X's rows (t * batch + b, or b * seq + t for layout 1).
+    f32_gemm(gemm_, seq * batch, gates * hidden, input, GemmOperand::of(px, input, 1),
+             GemmOperand::of(*pk.w), gx_.data(), gates * hidden, 1.0f, 0.0f, ep, threads);
+    for (int64_t b = 0; b < batch; ++b) {
+      float* h = h_.data() + b * hidden;
+      float* c = c_.data() + b * hidden;
+      if (io.init_h)
+        std::memcpy(h, io.init_h + state_at(b), hs * sizeof(float));
+      else
+        std::fill(h, h + hs, 0.0f);
+      if (io.init_c)
+        std::memcpy(c, io.init_c + state_at(b), hs * sizeof(float));
+      else
+        std::fill(c, c + hs, 0.0f);
+    }
+    const float* pd = io.peep ? io.peep + d * 3 * hidden : nullptr;
+    // GRU lbr = 1: the state product's h-gate columns carry Rb_h (z and r have theirs in gx).
+    GemmEpilogue state_ep;
+    if (cell_ == Cell::kGru && lbr_ && rb) {
+      rb_h_.assign(gh_cols, 0.0f);
+      std::copy(rb + 2 * hidden, rb + 3 * hidden, rb_h_.begin() + 2 * hidden);
+      state_ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
+      state_ep.bias = rb_h_.data();
+    }
+    const int64_t rcols = cell_ == Cell::kGru && !lbr_ ? 2 * hidden : gates * hidden;
+    for (int64_t step = 0; step < seq; ++step) {
+      const int64_t t = reverse ? seq - 1 - step : step;
+      product(gemm_, batch, rcols, hidden, h_.data(), hidden, *pk.r, gh_.data(), state_ep, threads);
       for (int64_t b = 0; b < batch; ++b) {
+        float* g = gx_.data() + static_cast<size_t>(x_row(t, b)) * gh_cols;
+        const float* r = gh_.data() + static_cast<size_t>(b) * static_cast<size_t>(rcols);
         float* h = h_.data() + b * hidden;
         float* c = c_.data() + b * hidden;
-        if (init_h) std::memcpy(h, init_h->data<float>() + state_at(d, b), hs * sizeof(float));
-        else std::fill(h, h + hs, 0.0f);
-        if (init_c) std::memcpy(c, init_c->data<float>() + state_at(d, b), hs * sizeof(float));
-        else std::fill(c, c + hs, 0.0f);
-      }
-      const float* pd = peep ? peep->data<float>() + d * 3 * hidden : nullptr;
-      // GRU lbr = 1: the state product's h-gate columns carry Rb_h (z and r have theirs in gx).
-      GemmEpilogue state_ep;
-      if (cell_ == Cell::kGru && lbr_ && rb) {
-        rb_h_.assign(gh_cols, 0.0f);
-        std::copy(rb + 2 * hidden, rb + 3 * hidden, rb_h_.begin() + 2 * hidden);
-        state_ep.bias_kind = GemmEpilogue::Bias::kPerColumn;
-        state_ep.bias = rb_h_.data();
-      }
-      const int64_t rcols = cell_ == Cell::kGru && !lbr_ ? 2 * hidden : gates * hidden;
-      for (int64_t step = 0; step < seq; ++step) {
-        const int64_t t = reverse ? seq - 1 - step : step;
-        product(gemm_, batch, rcols, hidden, h_.data(), hidden, *pk.r, gh_.data(), state_ep,
-                threads);
-        for (int64_t b = 0; b < batch; ++b) {
-          float* g = gx_.data() + static_cast<size_t>(x_row(t, b)) * gh_cols;
-          const float* r = gh_.data() + static_cast<size_t>(b) * static_cast<size_t>(rcols);
-          float* h = h_.data() + b * hidden;
-          float* c = c_.data() + b * hidden;
-          if (cell_ == Cell::kRnn) {
-            for (size_t j = 0; j < hs; ++j) g[j] += r[j];
-            uk_.unary(UnaryOp::kTanh, g, h, hs);
-          } else if (cell_ == Cell::kLstm) {
-            step_lstm(g, r, pd, h, c, hs);
-          } else {
-            step_gru(pk, g, r, h, b, hs, threads);
-          }
+        if (cell_ == Cell::kRnn) {
+          for (size_t j = 0; j < hs; ++j) g[j] += r[j];
+          uk_.unary(UnaryOp::kTanh, g, h, hs);
+        } else if (cell_ == Cell::kLstm) {
+          step_lstm(g, r, pd, h, c, hs);
+        } else {
+          step_gru(pk, g, r, h, b, hs, threads);
         }
-        if (y)
-          for (int64_t b = 0; b < batch; ++b)
-            std::memcpy(y + y_at(t, d, b), h_.data() + b * hidden, hs * sizeof(float));
       }
-      for (int64_t b = 0; b < batch; ++b) {
-        if (y_h) std::memcpy(y_h + state_at(d, b), h_.data() + b * hidden, hs * sizeof(float));
-        if (y_c) std::memcpy(y_c + state_at(d, b), c_.data() + b * hidden, hs * sizeof(float));
-      }
+      if (io.y)
+        for (int64_t b = 0; b < batch; ++b)
+          std::memcpy(io.y + y_at(t, b), h_.data() + b * hidden, hs * sizeof(float));
     }
-    return Status::ok();
+    for (int64_t b = 0; b < batch; ++b) {
+      if (io.y_h) std::memcpy(io.y_h + state_at(b), h_.data() + b * hidden, hs * sizeof(float));
+      if (io.y_c) std::memcpy(io.y_c + state_at(b), c_.data() + b * hidden, hs * sizeof(float));
+    }
   }
 
- private:
   // Gate rows i, o, f, c; g holds x W^T + bias, r the state product.
   void step_lstm(float* g, const float* r, const float* pd, float* h, float* c, size_t hs) {
     float* gi = g;
