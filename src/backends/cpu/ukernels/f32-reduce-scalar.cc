@@ -1,8 +1,9 @@
 // f32 reductions for the baseline ISA (f32_reduce_impl.h), the identities and the per-ISA table.
-#include <limits>
-
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 
 #include "backends/cpu/ukernels/f32_reduce_ukernels.h"
 

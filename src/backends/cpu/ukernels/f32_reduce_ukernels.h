@@ -1,6 +1,6 @@
 // f32 reduction micro-kernels (kernels/reduce.cc), one table per ISA level. Each level is the
-// same lane-array code of f32_reduce_impl.h compiled with that level's flags: every lane is an
-// independent accumulator, so the compiler vectorizes the loops without reassociating a sum.
+// same vector code of f32_reduce_impl.h compiled with that level's flags: a row folds into
+// 16-lane accumulators, whose lanes are folded by halving at the end.
 // Contract: any n >= 0, no alignment; NaN propagates through Max / Min (as numpy's max / min);
 // the row functions return the op's identity for n == 0.
 #pragma once
