@@ -20,18 +20,20 @@ void f32_gemm_epilogue__scalar(float* c, size_t ldc, size_t rows, size_t cols, s
   apply_epilogue(c, ldc, rows, cols, row0, col0, ep);
 }
 
-// The 14x32 AVX-512 micro-kernel against the 6x16 AVX2 one on L1-resident panels (BM_Ukernel,
-// AMD Zen 4, which runs a 512-bit FMA as two 256-bit halves: 114 vs 97 GFLOP/s). CPUs with two
-// full-width 512-bit FMA units would be near 2; the lower figure only makes the choice between
-// tile shapes (f32_gemm_kernel_for_shape) favour the narrower tile more often.
+// The 14x32 AVX-512 micro-kernel's rate against the 6x16 AVX2 one's on L1-resident panels, as
+// measured by BM_Ukernel (peregrine_gemm_bench) on AMD Zen 4, which runs a 512-bit FMA as two
+// 256-bit halves. CPUs with two full-width 512-bit FMA units would be near 2; the lower figure
+// only makes the choice between tile shapes (f32_gemm_kernel_for_shape) favour the narrower
+// tile more often.
 constexpr double kAvx512RelativeRate = 1.15;
 
 // The per-ISA table. KC * (MR + NR) * 4 bytes of micro-panels fit L1 (32 KiB); MC * KC * 4
 // fits L2 (512 KiB+); KC * NC * 4 is the shared-cache share of the B block; KC * NC_L2 * 4 is
 // half of L2. AVX-512 CPUs have 1 MiB of L2 or more, so their MC is 15 tiles (210 rows, a
 // 210 KiB A block): a 197-token ViT's activations are then one block and each B block streams
-// once, not twice (its linear layers +3-4%). The AVX-512 table keeps the AVX2 epilogue: it is
-// the one with vectorized transcendental activations, and every AVX-512 CPU runs AVX2.
+// once, not twice (faster ViT linear layers, BM_LinearGemmVit). The AVX-512 table keeps the
+// AVX2 epilogue: it is the one with vectorized transcendental activations, and every AVX-512
+// CPU runs AVX2.
 const GemmKernelInfo kKernels[] = {
     {Isa::kScalar, "f32_gemm_ukernel_4x8__scalar", scalar::f32_gemm_ukernel_4x8__scalar,
      scalar::f32_gemm_fused_ukernel_4x8__scalar, nullptr, nullptr, f32_gemm_epilogue__scalar, 4, 8,
@@ -58,8 +60,8 @@ GemmScratch& thread_scratch() {
 }
 
 // One full (kc, MR) panel of row-major A (rows `src`, `src + lda`, ...): a column of MR rows at
-// a time, MR a constant so the copy is unrolled (with a run-time MR it cost ~4 cycles per
-// element, 19% of a 256^3 GEMM).
+// a time, MR a constant so the copy is unrolled (with a run-time MR, packing A was a large share
+// of BM_SgemmPackedB's 256^3 GEMM).
 template <int kMr>
 void pack_a_panel(const float* src, int64_t lda, int64_t kc, float* dst) {
   for (int64_t p = 0; p < kc; ++p, dst += kMr)
@@ -150,14 +152,14 @@ inline void prefetch_tile(const float* p, int64_t ld, int64_t rows, int64_t cols
 }
 
 // Up to this many rows of A, and from this depth on, a row-major B is read in place instead of
-// packed (the copy is amortized over M). Measured on ResNet-50's 1x1 conv shapes with bias +
-// Relu (1 thread, Zen 4): M = 64 +3-16%, M = 128 +2-8%, M = 256 -2-0%, M = 512-2048 -4-+1%; on
-// MobileNetV2's: K = 144-192 with M = 24-32 +15-25%, K = 16-24 with M = 96-144 -5-10% (still
-// -7% on the widest, 16 x 112 x 112, with whole tiles on the unmasked K loop).
-// Up to kDirectBAnyDepthMaxRows rows, B is read in place at any depth: MobileNetV2's 32 -> 16
-// 1x1 conv at 112 x 112 (K = 32) 176 -> 149 us in the model at 1 thread, 99 -> 83 us at 2.
-// (This measured +10% in the model before the micro-kernel requested its C lines ahead and kept
-// its accumulators in registers for the epilogue: packing then hid more of the tile's cost.)
+// packed (the copy is amortized over M). Measured on ResNet-50's 1x1 conv shapes
+// (BM_ConvGemmResNet50BiasRelu, 1 thread, Zen 4): a gain up to M = 128, none from M = 256 on;
+// on MobileNetV2's: a gain at K = 144-192 with M = 24-32, a loss at K = 16-24 with M = 96-144
+// (even on the widest, 16 x 112 x 112, with whole tiles on the unmasked K loop).
+// Up to kDirectBAnyDepthMaxRows rows, B is read in place at any depth: faster on MobileNetV2's
+// 32 -> 16 1x1 conv at 112 x 112 (K = 32) in the model, at 1 and 2 threads. (It was slower in
+// the model before the micro-kernel requested its C lines ahead and kept its accumulators in
+// registers for the epilogue: packing then hid more of the tile's cost.)
 constexpr int64_t kDirectBMaxRows = 192;
 constexpr int64_t kDirectBMinDepth = 64;
 constexpr int64_t kDirectBAnyDepthMaxRows = 32;
@@ -436,10 +438,10 @@ F32GemmPlan plan_f32_gemm(const GemmKernelInfo& kernel, int64_t m, int64_t n, in
                   b.prepacked_b == nullptr && b.packer == nullptr && b.view.cs == 1 &&
                   m <= kDirectBMaxRows && (k >= kDirectBMinDepth || m <= kDirectBAnyDepthMaxRows);
   // Parts of M would each run the same packer over the same B columns (a 3x3 / 2 conv's
-  // im2col, 20% of its time, twice at 2 threads): B is then packed once, whole, by all
-  // threads, and read as prepacked (ResNet-50's at 2 threads -6-9%). A plain copy of a B view
-  // stays per part: 1x1 convs that read half of a shared B from the other core's cache were
-  // 5% slower.
+  // im2col, a large share of its time, twice at 2 threads): B is then packed once, whole, by
+  // all threads, and read as prepacked (faster on ResNet-50's strided convs at 2 threads). A
+  // plain copy of a B view stays per part: 1x1 convs that read half of a shared B from the
+  // other core's cache were slower.
   plan.prepacked_b = b.prepacked_b;
   const int64_t b_floats = packed_b_floats(kernel, k, n);
   if (plan.parts_m > 1 && b.packer != nullptr && b_floats <= kWholeOperandMaxFloats) {

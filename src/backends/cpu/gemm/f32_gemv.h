@@ -14,9 +14,9 @@
 
 namespace peregrine::cpu {
 
-// Measured (AVX2, one thread, B packed, CPU time, medians of 5): against the BLIS driver the
-// panel kernel is 1.0-1.6x at m = 1, 1.25-1.7x at m = 2 and 1.4-1.5x at m = 3 for K x N of
-// 256 x 256, 1024 x 1024 and 2048 x 1000, but 0.6-0.7x at m = 4 (the driver's 6x16 tile wins).
+// Measured (AVX2, one thread, B packed) against the BLIS driver for K x N of 256 x 256,
+// 1024 x 1024 and 2048 x 1000: the panel kernel is as fast or faster at m = 1 to 3, but slower
+// at m = 4 (the driver's 6x16 tile wins).
 constexpr int64_t kGemvMaxM = 3;
 
 // One NR-wide column panel of B (packed: per K block of kc rows, `panels` panels of (kc, NR), this

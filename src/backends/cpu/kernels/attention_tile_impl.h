@@ -176,8 +176,8 @@ void pv_rows(const float* p, int64_t kb, const float* v, int64_t v_rs, float* ac
 }
 
 // acc(rows, dv) += p(rows, kb) (row stride kKeyBlock) v(kb, dv) (row stride v_rs). This and
-// qk_scores are calls of their own: inlined into attention_tile they made the AVX-512 tile 7-10%
-// slower (register allocation across the softmax code).
+// qk_scores are calls of their own: inlined into attention_tile they made the AVX-512 tile
+// slower in peregrine_attention_bench (register allocation across the softmax code).
 template <typename V>
 __attribute__((noinline)) void pv_accumulate(const float* p, int64_t rows, int64_t kb,
                                              const float* v, int64_t v_rs, float* acc, int64_t dv) {

@@ -126,9 +126,9 @@ class Im2colPacker : public BPanelPacker {
         // Columns [lo, hi) read the row; those left and right of them read the padding. Split
         // so the middle takes the vector copies (a run of a row as wide as the panel is a
         // border run for every tap column but the middle ones: element-by-element bounds tests
-        // made packing 68% of a 32x32 conv).
-        // x / sw for x >= 0 without a division in the common strides (an idiv per run was 12%
-        // of packing).
+        // made packing most of a 32x32 conv's time, models/zoo.py's tiny model).
+        // x / sw for x >= 0 without a division in the common strides (an idiv per run was a
+        // visible share of packing).
         auto over_sw = [sw](int64_t x) { return sw == 1 ? x : sw == 2 ? x >> 1 : x / sw; };
         const int64_t lo = iw0 >= 0 ? 0 : std::min<int64_t>(run.len, over_sw(-iw0 + sw - 1));
         const int64_t last = s_.in_w - 1 - iw0;  // j * sw <= last
@@ -164,11 +164,11 @@ class Im2colPacker : public BPanelPacker {
 // input split that is small next to the im2col copies it replaces: at most
 // kIndirectConvMaxChannels input channels (stems), or kernels of 25+ taps (im2col copies each
 // input element ~taps / 4 times, the split once). Measured against im2col (1 thread, Zen 4,
-// AVX-512): the 112-wide stems of ResNet-50 (7x7) -17-21% and MobileNetV2 (3x3) -25%, YOLO's
-// 3 -> 32 stem at 320 wide -8%; its 32 -> 64 and 64 -> 128 3x3 / 2 convs (160 and 80 wide,
-// 14 and 8 MB of split input) +5% and +2%; 3x3 / 2 convs by output width with the input hot in
-// cache: 80 -16%, 56 -8%, 40 +7%, 28 +14% (a row's last 8-12 columns go one by one, where
-// im2col tiles run across rows).
+// AVX-512): faster on the 112-wide stems of ResNet-50 (7x7) and MobileNetV2 (3x3) and on YOLO's
+// 3 -> 32 stem at 320 wide; slower on its 32 -> 64 and 64 -> 128 3x3 / 2 convs (160 and 80
+// wide, 14 and 8 MB of split input); on 3x3 / 2 convs by output width with the input hot in
+// cache, faster at 80 and 56, slower at 40 and 28 (a row's last 8-12 columns go one by one,
+// where im2col tiles run across rows).
 constexpr int64_t kIndirectConvMinWidth = 48;
 constexpr int64_t kIndirectConvMaxChannels = 8;
 constexpr int64_t kIndirectConvMinTaps = 25;
@@ -176,8 +176,8 @@ constexpr int64_t kIndirectConvMinTaps = 25;
 // B of a column-stride-2 conv for f32_gemm_indirect. The input rows, zero-padded, are split once
 // into their even and odd columns; output column ow under tap column kj reads padded column
 // 2 ow + kj dw, element ow + (kj dw) / 2 of half (kj dw) % 2. So each tap of an output row is
-// one contiguous run of that row's pixels: no im2col copy (20-23% of a stride-2 conv's time);
-// the split is one pass over the input.
+// one contiguous run of that row's pixels: no im2col copy (a large share of a stride-2 conv's
+// time); the split is one pass over the input.
 class StrideTwoConvRows : public IndirectB {
  public:
   // Floats of one half row: the last output column's farthest tap, in whole vectors.
@@ -358,10 +358,10 @@ class ConvKernel : public PreparedKernel {
       winograd_weights_ = *constant_w;
     // At bf16, convs with fewer output channels per group than the bf16 tile's rows stay
     // float32: converting each input element would feed only those few rows (RegNetY's 8-wide
-    // groups were 2x slower at bf16, bench/real_models regnet_y_400mf). So do spatial convs of
-    // fewer than kBf16MinDepth products per output (3-channel 3x3 stems): bf16 halves their
-    // few k steps while the input's conversion and C's traffic stay (yolo_style_640's 640x640
-    // stem ran 1.7x slower at bf16; 1x1 convs of 16 channels still gain).
+    // groups were slower at bf16 than at float32, bench/real_models regnet_y_400mf). So do
+    // spatial convs of fewer than kBf16MinDepth products per output (3-channel 3x3 stems): bf16
+    // halves their few k steps while the input's conversion and C's traffic stay
+    // (yolo_style_640's 640x640 stem ran slower at bf16; 1x1 convs of 16 channels still gain).
     const bool shallow =
         constant_w && constant_w->rank() == 4 && constant_w->dim(2) * constant_w->dim(3) > 1 &&
         constant_w->dim(1) * constant_w->dim(2) * constant_w->dim(3) < kBf16MinDepth;

@@ -42,21 +42,13 @@ Status check_dwconv_algo_env() {
                        std::getenv("PEREGRINE_DWCONV_ALGO") + "': expected plane, c8 or auto");
 }
 
-// Measured on an AMD EPYC (Zen 3, 32 KiB L1d, 512 KiB L2), 1 thread, CPU time, median of 5
-// interleaved repetitions of bench/kernels/dwconv_bench.cc (bias + Clip), plane vs c8 in us:
-//   MobileNetV2 3x3: 32x112x112 s1 476 / 251, 96x112x112 s2 840 / 396, 144x56x56 s1 669 / 322,
-//     144x56x56 s2 401 / 134, 192x28x28 s1 326 / 119, 192x28x28 s2 206 / 58, 384x14x14 s1 261 /
-//     102, 576x14x14 s1 389 / 149, 576x14x14 s2 323 / 101, 960x7x7 s1 307 / 97;
-//   5x5: 72x56x56 s2 481 / 127, 240x28x28 1292 / 356, 960x7x7 558 / 160; 7x7: 96x56x56 2806 /
-//     1254; 1x1: 144x56x56 583 / 247;
-//   wide 3x3: 16x224x224 1007 / 658, 32x224x224 s2 1064 / 522, 16x320x320 2887 / 2402, 8x640x640
-//     5380 / 4856, 8x1280x720 11652 / 9973.
-// c8 won everywhere (1.2x on the widest planes to 3.8x on small or stride-2 ones): its cost per
-// vector does not depend on the row width, while the plane kernel pays per row and per plane.
-// In the model (peregrine profile, min_us, median of 8 interleaved runs) MobileNetV2's 17
-// depthwise layers took 4496 us with the plane kernel and 1878 us with c8 (per layer 1.6x at
-// 112x112 s1 to 3.5x on the stride-2 ones). Beyond the measured range, where the c8 tile ring and
-// buffer (~51K floats at 1280 wide) would outgrow half of L2, keep the plane kernel.
+// Measured on an AMD EPYC (Zen 3, 32 KiB L1d, 512 KiB L2), 1 thread, plane vs c8 on the shapes
+// of peregrine_dwconv_bench (bias + Clip: MobileNetV2's 3x3 layers, 5x5, 7x7, 1x1 and wide 3x3
+// planes up to 8x1280x720) and on MobileNetV2's 17 depthwise layers in the model (peregrine
+// profile): c8 won everywhere, least on the widest planes and most on small or stride-2 ones:
+// its cost per vector does not depend on the row width, while the plane kernel pays per row and
+// per plane. Beyond the measured range, where the c8 tile ring and buffer (~51K floats at 1280
+// wide) would outgrow half of L2, keep the plane kernel.
 bool use_dwconv2d_c8(const DwConv2dGeometry &g) {
   constexpr int64_t kMaxRuleScratchFloats = 64 * 1024;  // 256 KiB
   return f32_dwconv2d_c8_scratch_floats(g) <= kMaxRuleScratchFloats;

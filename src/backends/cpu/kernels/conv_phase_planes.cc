@@ -193,8 +193,8 @@ struct Bf16PlanesGemm {
 
 // Output pixels of grid columns [c0, c1) of C rows [r0, r1) (row o at c + o * ldc) into Y,
 // with `post` (the residual and activation the tiles left) applied to each run of pixels
-// copied. ph, pitch: the plane's, computed once per conv (per row they were 3% of a 55x55
-// conv's time).
+// copied. ph, pitch: the plane's, computed once per conv (per row they showed in single-node
+// profiles of SqueezeNet's 16 -> 64 3x3 convs on 55x55 maps).
 template <class Gemm>
 void compact_chunk(const Gemm& gemm, const PhasePlanesConvShape& s, int64_t ph, int64_t pitch,
                    const float* c, int64_t ldc, int64_t r0, int64_t r1, int64_t c0, int64_t c1,

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int64_t kLanes = 8;  // the widest transform kernel's tile group (AVX2)
 // Target for one block's V + M scratch: half this machine's 512 KiB L2. Measured with F(4x4) on
-// ResNet-50 layer1 (1 thread): 256 KiB 3.4 ms, 1 MiB 4.0 ms, 4 MiB 4.9 ms.
+// ResNet-50 layer1 in peregrine_conv_bench (1 thread): 1 MiB and 4 MiB targets were slower.
 constexpr int64_t kScratchBytes = int64_t{256} << 10;
 
 // Per-thread buffer for the phase-split input rows of a block's tile rows of one image, and
@@ -120,9 +120,10 @@ WinogradBlocking winograd_blocking(int64_t tile, const WinogradConvShape &s, int
       std::max<int64_t>(tile_rows, 1));
   // Columns per tile row in V and M (pitch): tiles_w, or rounded up to whole 8-tile groups
   // where that adds no GEMM columns past the last column step (ResNet-50 layers 1, 2, 4): then
-  // every AVX2 transform group is one full vector store inside one panel (partial groups and groups
-  // across a panel edge took F(4x4)'s transform from 9% to 18% of layer1's samples). The extra
-  // columns hold the transform of the zero padding and are never read back.
+  // every AVX2 transform group is one full vector store inside one panel (partial groups and
+  // groups across a panel edge made F(4x4)'s transform a far larger share of layer1's profile
+  // in peregrine_conv_bench). The extra columns hold the transform of the zero padding and are
+  // never read back.
   const int64_t pitch_groups = ceil_div(tiles_w, kLanes) * kLanes;
   const int64_t pitch =
       ceil_div(block_rows * pitch_groups, step) == ceil_div(block_rows * tiles_w, step)

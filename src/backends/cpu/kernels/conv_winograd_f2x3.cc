@@ -15,22 +15,15 @@ constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0
 
 }  // namespace
 
-// Measured with bench/kernels/conv_bench.cc (AMD EPYC Zen 3, AVX2, 2 vCPUs shared with other
-// builds; min of 5 interleaved repetitions; ms, 1 thread CPU time | 2 threads real time):
-//                               im2col  F(4x4)  F(2x2) |  im2col  F(4x4)  F(2x2)
-//   7x7x512 (ResNet-50 layer4)    4.60    >10    3.86  |    2.80    6.99    2.04
-//   7x7x256                       1.24    1.35    0.57  |    0.84    0.85    0.56
-//   7x7x128                       0.36    0.42    0.19  |    0.28    0.27    0.22
-//   7x7x64                        0.11    0.14    0.09  |    0.11    0.11    0.09
-//   5x5x512 (9 tiles)             2.75    18.9    3.07  |    1.57    13.8    2.18
-//   3x3x512 (4 tiles)             1.21    15.5    3.21  |    0.60    7.85    1.70
-// so F(2x2) wins from 16 tiles (one full NR = 16 GEMM panel) at 64 channels and up, and loses
-// below, where its 16 U matrices (16/9 of the weights) are streamed for too few tiles. At 512
-// channels U is 16.8 MB, DRAM-streamed when other processes share the L3: the 7x7x512 layer
-// took 3.0-3.3 ms on a quiet host, 3.9-4.1 on a loaded one, 2.2 with U forced cache-hot. Where
-// F(4x4) applies (>= 16 tiles of 4x4) it is asked first and is as fast up to 256 channels
-// (ResNet-50 layer3 2.55 / 2.63 ms, YOLO 20x20x256 4.11 / 4.94). Below 64 channels and at
-// batch > 1 nothing was measured.
+// Measured with bench/kernels/conv_bench.cc (AMD EPYC Zen 3, AVX2, 1 and 2 threads) against
+// im2col and F(4x4) on 7x7 maps of 64 to 512 channels (ResNet-50 layer4 among them) and on
+// 5x5 and 3x3 maps of 512: F(2x2) wins from 16 tiles (one full NR = 16 GEMM panel) at 64
+// channels and up, and loses below, where its 16 U matrices (16/9 of the weights) are streamed
+// for too few tiles. At 512 channels U is 16.8 MB, DRAM-streamed when other processes share the
+// L3: the 7x7x512 layer is slower on a loaded host than on a quiet one, and faster with U forced
+// cache-hot. Where F(4x4) applies (>= 16 tiles of 4x4) it is asked first and is as fast up to
+// 256 channels (ResNet-50 layer3, YOLO 20x20x256). Below 64 channels and at batch > 1 nothing
+// was measured.
 bool use_winograd_f2x3(const WinogradConvShape &s) {
   const int64_t tiles = s.batch * ceil_div(s.out_h, kTile) * ceil_div(s.out_w, kTile);
   return s.in_c >= 64 && s.out_c >= 64 && tiles >= 16;

@@ -36,14 +36,14 @@ Expected<ConvAlgoChoice> conv_algo_from_env() {
 }
 
 // Measured with bench/kernels/conv_bench.cc (AMD EPYC Zen 3, AVX2, 1 and 2
-// threads, loaded machine): Winograd was 1.2-2.4x faster on every ResNet-50 /
-// YOLO stride-1 3x3 layer with at least 16 tiles (ResNet-50 layer1 6.3 -> 3.1
-// ms, layer3 (16 tiles) 4.4 -> 3.6 ms on 1 thread, even on 2), and 1.6-1.9x
-// slower on ResNet-50 layer4 (7x7: 4 tiles), where the 36 U matrices (4x the
-// weights) are streamed for too few tiles. Below 32 channels nothing was
-// measured. Above 256 x 256 channels the 36 U matrices (37.7 MB at 512 x 512)
-// outgrow the shared cache: VGG-16's 14x14x512 layers took 58.8 ms against
-// 12.9 (im2col) and 10.3 (F(2x2)), so those layers are left to the other rules.
+// threads, loaded machine): Winograd was faster on every ResNet-50 / YOLO
+// stride-1 3x3 layer with at least 16 tiles (down to ResNet-50 layer3's 16, on
+// 1 thread and on 2), and slower on ResNet-50 layer4 (7x7: 4 tiles), where the
+// 36 U matrices (4x the weights) are streamed for too few tiles. Below 32
+// channels nothing was measured. Above 256 x 256 channels the 36 U matrices
+// (37.7 MB at 512 x 512) outgrow the shared cache: VGG-16's 14x14x512 layers
+// ran far slower than on im2col or F(2x2), so those layers are left to the
+// other rules.
 bool use_winograd_f4x3(const WinogradConvShape &s) {
   const int64_t tiles = s.batch * ceil_div(s.out_h, kTile) * ceil_div(s.out_w, kTile);
   return s.in_c >= 32 && s.out_c >= 32 && s.in_c * s.out_c <= 256 * 256 && tiles >= 16;

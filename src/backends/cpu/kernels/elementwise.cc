@@ -71,7 +71,7 @@ class UnaryKernel : public PreparedKernel {
     if (n == 0) return Status::ok();
     const float* px = x.data<float>();
     float* py = y.data<float>();
-    // Transcendental maps cost ~10-20x a copy: smaller tasks balance as well.
+    // Transcendental maps cost many times a copy: smaller tasks balance as well.
     const int64_t chunk = op_ == UnaryOp::kRelu ? kElementsPerTask : kElementsPerTask / 4;
     const int64_t tasks = (n + chunk - 1) / chunk;
     auto task = [&](int64_t t, int) {

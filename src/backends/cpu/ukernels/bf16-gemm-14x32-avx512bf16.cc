@@ -217,8 +217,8 @@ void bf16_pack_a_14__avx512bf16(const float* src, size_t lda, size_t rows, size_
   // Each row converted to bf16 is its pairs in order; the panel is those rows transposed:
   // per 16 pairs (32 values), the 14 rows' vectors of 16 pairs (two zero rows below) go
   // through one 16x16 transpose of 32-bit elements, whose first 14 lanes per pair are the
-  // panel's next 16 x 14 uint32, contiguous. (A store per pair and row was 10% of the
-  // whisper_tiny_encoder run at bf16, bench/compare.py: its linear layers' activations.)
+  // panel's next 16 x 14 uint32, contiguous. (A store per pair and row was a visible share of
+  // the whisper_tiny_encoder run at bf16, bench/compare.py: its linear layers' activations.)
   constexpr __mmask16 kPanelRow = (1u << kMr) - 1u;
   for (size_t p = 0; p < k; p += 32) {
     const size_t n = k - p < 32 ? k - p : 32;

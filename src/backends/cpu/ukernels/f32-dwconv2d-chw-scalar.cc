@@ -48,8 +48,8 @@ bool c16_preferred(const DwConv2dGeometry &g) {
 }
 
 // The row-vector kernel where at least 12 of its 16 lanes are output pixels. MobileNetV2 in the
-// model against the c16 kernel (1 thread / 2 threads, per layer): 14x14 planes -10-13% / -10-20%,
-// 7x7 planes (7 of 16 lanes) +20%.
+// model against the c16 kernel (per layer, 1 and 2 threads): faster on 14x14 planes, slower on
+// 7x7 ones (7 of 16 lanes).
 bool rows_preferred(const DwConv2dGeometry &g) {
   return f32_dwconv2d_rows_supported(g) && g.out_w >= 12;
 }

@@ -69,7 +69,7 @@ void pool_row(const float* x, size_t stride, float* acc, size_t n) {
       update<kOp>(acc + j, load_even(x + 2 * j));
     // A copy's tail goes element by element: a masked store is slow on AMD, and without a
     // read of acc a masked load buys nothing (the 3x3 / 2 convs of ResNet-50, 7-28 wide rows,
-    // were 4-7% slower with it).
+    // were slower with it).
     if (kOp != RowOp::kCopy && j < n) {
       // The last r <= 8 outputs need x[2j .. 2j + 2r - 2]: masked loads stop there (an
       // element-by-element tail was 1 in 7 outputs of a 56-wide pooling row).

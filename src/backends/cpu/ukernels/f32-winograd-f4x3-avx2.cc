@@ -80,7 +80,8 @@ void f32_winograd_f4x3_input__avx2(const float *pq, size_t wq, size_t tiles, flo
     // Lanes go to columns col0 + j0 .. of the panel layout: one store when all 8 land in one
     // panel, else (a partial group, or one across a panel edge) lanes [0, in_panel) here and
     // [in_panel, n) at the next panel's start, each in <= 3 narrow stores (Zen 3, ResNet-50
-    // layer1: masked stores cost 40% more transform time, a lane buffer + memmove 30%).
+    // layer1 in peregrine_conv_bench: masked stores, and a lane buffer + memmove, made the
+    // transform slower).
     const size_t col = col0 + j0, n = std::min<size_t>(8, tiles - j0);
     const size_t in_panel = std::min(n, nr - col % nr);  // lanes before the panel edge
     float *out = v + col / nr * panel_stride + col % nr;
