@@ -284,6 +284,8 @@ inline void prefetch_c_tile(float* c, size_t ldc, size_t rows, size_t cols) {
   for (size_t i = 0; i < rows; ++i) {
     __builtin_prefetch(c + i * ldc, 1, 3);
     __builtin_prefetch(c + i * ldc + cols - 1, 1, 3);
+    __builtin_prefetch(c + i * ldc + 64, 1, 3);
+    __builtin_prefetch(c + i * ldc + 80, 1, 3);
   }
 }
 
