@@ -279,7 +279,9 @@ void column_part(size_t rows, size_t first, size_t count, size_t kc, const float
 
 // Requests the tile's C lines for writing before its K loop: the tile is stored (and read, when
 // beta != 0) only after it, and on a wide map its 14 rows are a C row apart, too many streams for
-// the hardware prefetcher, so each line would otherwise be a demand miss at the store.
+// the hardware prefetcher, so each line would otherwise be a demand miss at the store. Short K
+// loops end before such a request is served, so the lines of the tile two on along C's rows
+// (the drivers' order) are requested too.
 inline void prefetch_c_tile(float* c, size_t ldc, size_t rows, size_t cols) {
   for (size_t i = 0; i < rows; ++i) {
     __builtin_prefetch(c + i * ldc, 1, 3);
