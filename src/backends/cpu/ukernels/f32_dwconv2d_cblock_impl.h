@@ -87,6 +87,93 @@ inline void dw_row_any(const float *const *rows, const float *wt, typename V::Re
   }
 }
 
+// One output row of KH x KW taps, stride SW, no column dilation, register-blocked along the
+// row: per kernel row, the 3 SW + KW input pixels the step's 4 outputs read are loaded once and
+// each tap's weight once, so a step of a 5x5 conv loads 13 vectors per kernel row for 20 FMAs
+// where a load per tap and pixel would take 25 (the 5x5 layers of MnasNet and EfficientNet,
+// bench/compare.py, were bound by those loads). Same contract as dw_row_3x3.
+template <typename V, int KW, int SW>
+inline void dw_row_blocked(const float *const *rows, const float *wt, typename V::Reg vbias,
+                           int64_t kh, int64_t out_w, float *buf) {
+  using Reg = typename V::Reg;
+  constexpr int64_t L = V::kLanes;
+  constexpr int kIn = (kDwStep - 1) * SW + KW;
+  for (int64_t ow = 0; ow < out_w; ow += kDwStep, buf += kDwStep * L) {
+    Reg acc[kDwStep] = {vbias, vbias, vbias, vbias};
+    const float *w = wt;
+    for (int64_t ki = 0; ki < kh; ++ki, w += KW * L) {
+      const float *p = rows[ki] + ow * SW * L;
+      Reg in[kIn];
+#pragma GCC unroll 32
+      for (int j = 0; j < kIn; ++j) {
+        in[j] = V::loadu(p + j * L);
+        // Opaque to the compiler, which would otherwise fold each use back into an FMA's
+        // memory operand: the loads this row is blocked to save.
+        asm("" : "+v"(in[j]));
+      }
+#pragma GCC unroll 16
+      for (int kj = 0; kj < KW; ++kj) {
+        const Reg wv = V::loadu(w + kj * L);
+#pragma GCC unroll 4
+        for (int px = 0; px < kDwStep; ++px) acc[px] = V::fmadd(wv, in[px * SW + kj], acc[px]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int px = 0; px < kDwStep; ++px) V::storeu(buf + px * L, acc[px]);
+  }
+}
+
+// dw_row_blocked for 3x3 with the nine weights kept in registers as well: 4 accumulators, 9
+// weights and 3 SW + 3 inputs fit the 32 registers of AVX-512 (not AVX2's 16), and a step then
+// loads only its inputs (MobileNet-family 3x3 layers, bench/compare.py).
+template <typename V, int SW>
+inline void dw_row_3x3_blocked(const float *const *rows, const float *wt, typename V::Reg vbias,
+                               int64_t /*kh*/, int64_t out_w, float *buf) {
+  using Reg = typename V::Reg;
+  constexpr int64_t L = V::kLanes;
+  constexpr int kIn = (kDwStep - 1) * SW + 3;
+  Reg w[9];
+#pragma GCC unroll 9
+  for (int t = 0; t < 9; ++t) w[t] = V::loadu(wt + t * L);
+  for (int64_t ow = 0; ow < out_w; ow += kDwStep, buf += kDwStep * L) {
+    Reg acc[kDwStep] = {vbias, vbias, vbias, vbias};
+#pragma GCC unroll 3
+    for (int ki = 0; ki < 3; ++ki) {
+      const float *p = rows[ki] + ow * SW * L;
+      Reg in[kIn];
+#pragma GCC unroll 16
+      for (int j = 0; j < kIn; ++j) {
+        in[j] = V::loadu(p + j * L);
+        asm("" : "+v"(in[j]));  // as in dw_row_blocked
+      }
+#pragma GCC unroll 3
+      for (int kj = 0; kj < 3; ++kj)
+#pragma GCC unroll 4
+        for (int px = 0; px < kDwStep; ++px)
+          acc[px] = V::fmadd(w[ki * 3 + kj], in[px * SW + kj], acc[px]);
+    }
+#pragma GCC unroll 4
+    for (int px = 0; px < kDwStep; ++px) V::storeu(buf + px * L, acc[px]);
+  }
+}
+
+// The register-blocked row for this kernel width and stride, or nullptr (dilated columns,
+// other widths): dw_row_3x3 or dw_row_any then.
+template <typename V>
+using DwRowFn = void (*)(const float *const *, const float *, typename V::Reg, int64_t, int64_t,
+                         float *);
+template <typename V>
+DwRowFn<V> blocked_row_for(const DwConv2dGeometry &g) {
+  if (g.dil_w != 1) return nullptr;
+  if (V::kLanes == 16 && g.kh == 3 && g.kw == 3 && g.stride_w == 1) return dw_row_3x3_blocked<V, 1>;
+  if (V::kLanes == 16 && g.kh == 3 && g.kw == 3 && g.stride_w == 2) return dw_row_3x3_blocked<V, 2>;
+  if (g.kw == 5 && g.stride_w == 1) return dw_row_blocked<V, 5, 1>;
+  if (g.kw == 5 && g.stride_w == 2) return dw_row_blocked<V, 5, 2>;
+  if (g.kw == 7 && g.stride_w == 1) return dw_row_blocked<V, 7, 1>;
+  if (g.kw == 7 && g.stride_w == 2) return dw_row_blocked<V, 7, 2>;
+  return nullptr;
+}
+
 template <typename V>
 void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b, float *scratch) {
   using Reg = typename V::Reg;
@@ -95,17 +182,16 @@ void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
   const int64_t taps = g.kh * g.kw;
   const int64_t tile_w = dwconv2d_c8_tile_w(g, L), row_floats = tile_w * L;
   const int64_t ring = dwconv2d_c8_tile_rows(g);
-  // Scratch: wt (taps, L) | bias (L) | zero row | ring of tile rows | pixel buffer.
+  // Scratch: wt (taps rounded up to L, L) | bias (L) | zero row | ring of tile rows | pixel buffer.
   float *wt = scratch;
-  float *bias = wt + taps * L;
+  float *bias = wt + (taps + L - 1) / L * L * L;
   float *zero_row = bias + L;
   float *tile = zero_row + row_floats;
   float *buf = tile + ring * row_floats;
-  for (int64_t c = 0; c < L; ++c) {
-    for (int64_t t = 0; t < taps; ++t)
-      wt[t * L + c] = c < channels ? b.weights[c * taps + t] : 0.0f;
-    bias[c] = b.bias && c < channels ? b.bias[c] : 0.0f;
-  }
+  // The weights (channels, taps) are `channels` planes of one row of `taps` pixels: the tile
+  // row transpose makes them tap-major, L channels per tap.
+  V::fill_tile_row(b.weights, taps, taps, 0, (taps + L - 1) / L * L, channels, wt);
+  for (int64_t c = 0; c < L; ++c) bias[c] = b.bias && c < channels ? b.bias[c] : 0.0f;
   const Reg vbias = V::loadu(bias);
   const Reg vmin = V::set1(b.out_min), vmax = V::set1(b.out_max);
   // The epilogue is an activation alone (no bias, no residual: the contract), elementwise; it
@@ -123,6 +209,7 @@ void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
   const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
   const int64_t ps = g.stride_w * L, od = g.dil_w * L;
   const bool is_3x3 = g.kh == 3 && g.kw == 3;
+  const DwRowFn<V> blocked_row = blocked_row_for<V>(g);
   const float *rows[kDwConv2dC8MaxKernel];
   int64_t q = b.oh_begin * g.out_w;  // flat output pixel of buf's first pixel
   int64_t lead = 0;                  // pixels in buf not stored yet
@@ -143,7 +230,9 @@ void dwconv2d_channel_block(const DwConv2dGeometry &g, const DwConv2dC8Block &b,
       rows[ki] = dst;
     }
     float *row_buf = buf + lead * L;
-    if (is_3x3) {
+    if (blocked_row) {
+      blocked_row(rows, wt, vbias, g.kh, g.out_w, row_buf);
+    } else if (is_3x3) {
       dw_row_3x3<V>(rows, wt, vbias, g.out_w, ps, od, row_buf);
     } else {
       dw_row_any<V>(rows, wt, vbias, g.kh, g.kw, g.out_w, ps, od, row_buf);

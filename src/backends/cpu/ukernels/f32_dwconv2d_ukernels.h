@@ -149,11 +149,13 @@ inline int64_t dwconv2d_c8_out_pixels(const DwConv2dGeometry &g, int64_t lanes =
       (g.out_w + kDwConv2dC8PixelStep - 1) / kDwConv2dC8PixelStep * kDwConv2dC8PixelStep;
   return (lanes - 1 + row + lanes - 1) / lanes * lanes;
 }
-// Scratch floats of one c8 call: the tap-major weights and bias, a zero tile row, the ring of tile
-// rows and the output buffer (each part a multiple of 8 floats, so each stays 32-byte aligned).
+// Scratch floats of one c8 call: the tap-major weights (transposed in whole blocks of `lanes`
+// taps) and bias, a zero tile row, the ring of tile rows and the output buffer (each part a
+// multiple of 8 floats, so each stays 32-byte aligned).
 inline int64_t f32_dwconv2d_c8_scratch_floats(const DwConv2dGeometry &g, int64_t lanes = 8) {
   const int64_t tile_row = dwconv2d_c8_tile_w(g, lanes) * lanes;
-  return g.kh * g.kw * lanes + lanes + tile_row * (1 + dwconv2d_c8_tile_rows(g)) +
+  const int64_t weight_pixels = (g.kh * g.kw + lanes - 1) / lanes * lanes;  // whole transposes
+  return weight_pixels * lanes + lanes + tile_row * (1 + dwconv2d_c8_tile_rows(g)) +
          dwconv2d_c8_out_pixels(g, lanes) * lanes;
 }
 
