@@ -23,7 +23,7 @@ Json numbers(const std::vector<double>& values) {
   return a;
 }
 
-Json record_json(const RunRecord& r) {
+Json record_json(const RunRecord& r, RunRecordDetail detail) {
   Json o = Json::make_object();
   o.set("id", Json::make_number(static_cast<double>(r.id)));
   o.set("kind", Json::make_string(r.kind));
@@ -35,10 +35,11 @@ Json record_json(const RunRecord& r) {
   o.set("engine_commit", Json::make_string(r.engine_commit));
   o.set("build_flags", Json::make_string(r.build_flags));
   o.set("machine_fingerprint", Json::make_string(r.machine_fingerprint));
-  o.set("machine", embedded(r.machine_json));
+  if (detail == RunRecordDetail::kComplete) o.set("machine", embedded(r.machine_json));
   Json metrics = Json::make_object();
   for (const auto& [name, value] : r.metrics) metrics.set(name, Json::make_number(value));
   o.set("metrics", std::move(metrics));
+  if (detail == RunRecordDetail::kSummary) return o;
   o.set("latencies_ms", numbers(r.latencies_ms));
   Json nodes = Json::make_array();
   for (const NodeMetrics& n : r.nodes) {
@@ -125,11 +126,11 @@ Expected<RunRecord> record_from(const Json& o) {
 
 }  // namespace
 
-std::string run_records_to_json(const std::vector<RunRecord>& records) {
+std::string run_records_to_json(const std::vector<RunRecord>& records, RunRecordDetail detail) {
   std::string out = "[";
   for (size_t i = 0; i < records.size(); ++i) {
     out += i ? ",\n " : "\n ";
-    out += to_json_text(record_json(records[i]));
+    out += to_json_text(record_json(records[i], detail));
   }
   return out + (records.empty() ? "]\n" : "\n]\n");
 }

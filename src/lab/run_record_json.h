@@ -12,9 +12,14 @@
 
 namespace peregrine {
 
+// How much of a record to write: all of it (export / import), or the summary `runs --json`
+// prints (no machine ceilings, latencies or per-node metrics).
+enum class RunRecordDetail { kComplete, kSummary };
+
 // One JSON object per record; options and machine ceilings, stored as JSON text, are embedded
 // as objects. The id is written but never read back (the importing store assigns its own).
-std::string run_records_to_json(const std::vector<RunRecord>& records);
+std::string run_records_to_json(const std::vector<RunRecord>& records,
+                                RunRecordDetail detail = RunRecordDetail::kComplete);
 // The records of a JSON array run_records_to_json wrote; errors name the record and the field.
 Expected<std::vector<RunRecord>> run_records_from_json(const std::string& text);
 

@@ -57,6 +57,14 @@ def test_sweep(peregrine, tmp):
         assert len(r["latencies_ms"]) == 3 and r["metrics"]["latency_median_ms"] > 0
     grouped = run([peregrine, "runs", "--db", db, "--group-by", "machine"]).stdout
     assert grouped.count("relu.onnx") == 2 and grouped.count("sigmoid.onnx") == 2, grouped
+    # --json prints the same records in summary: no ceilings, latencies or node metrics.
+    summary = json.loads(run([peregrine, "runs", "--db", db, "--json"]).stdout)
+    assert sorted(r["id"] for r in summary) == sorted(r["id"] for r in records), summary
+    by_id = {r["id"]: r for r in records}
+    for r in summary:
+        assert "machine" not in r and "latencies_ms" not in r and "nodes" not in r, r
+        assert r["metrics"] == by_id[r["id"]]["metrics"], (r, by_id[r["id"]])
+        assert r["options"] == by_id[r["id"]]["options"], r
     print("ok   sweep of 2 models x 2 thread counts on a local Ray head landed 4 records")
     return db, export, records
 

@@ -6,11 +6,9 @@
 #include <iostream>
 #include <iterator>
 #include <map>
-#include <sstream>
 
 #include "cli_common.h"
 #include "core/file_io.h"
-#include "core/json_text.h"
 #include "core/json_value.h"
 #include "lab/run_record_json.h"
 #include "lab/store.h"
@@ -26,38 +24,6 @@ std::string metric_text(const RunRecord& r, const char* name) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.3f", it->second);
   return text;
-}
-
-// JSON text stored by the measuring command is embedded as is; anything else is quoted.
-std::string embedded_json(const std::string& text) {
-  if (text.empty()) return "null";
-  if (text.front() == '{' || text.front() == '[') return text;
-  return json_string(text);
-}
-
-std::string runs_to_json(const std::vector<RunRecord>& runs) {
-  std::ostringstream o;
-  o << "[";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const RunRecord& r = runs[i];
-    o << (i ? ",\n " : "\n ") << "{\"id\": " << r.id << ", \"kind\": " << json_string(r.kind)
-      << ", \"timestamp\": " << json_string(r.timestamp)
-      << ", \"model_path\": " << json_string(r.model_path)
-      << ", \"model_sha256\": " << json_string(r.model_sha256)
-      << ", \"input_shapes\": " << json_string(r.input_shapes)
-      << ", \"options\": " << embedded_json(r.options_json)
-      << ", \"engine_commit\": " << json_string(r.engine_commit)
-      << ", \"build_flags\": " << json_string(r.build_flags)
-      << ", \"machine_fingerprint\": " << json_string(r.machine_fingerprint) << ", \"metrics\": {";
-    bool first = true;
-    for (const auto& [name, value] : r.metrics) {
-      o << (first ? "" : ", ") << json_string(name) << ": " << json_number(value);
-      first = false;
-    }
-    o << "}}";
-  }
-  o << (runs.empty() ? "]\n" : "\n]\n");
-  return o.str();
 }
 
 // Records every run of a JSON array `runs --export` wrote ("-": standard input) into `store`.
@@ -220,7 +186,7 @@ int cmd_runs(int argc, char** argv) {
   }
 
   if (args.is_set("json")) {
-    std::fputs(runs_to_json(*runs).c_str(), stdout);
+    std::fputs(run_records_to_json(*runs, RunRecordDetail::kSummary).c_str(), stdout);
     return 0;
   }
   if (runs->empty()) {
