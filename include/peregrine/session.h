@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "peregrine/precision.h"
+#include "peregrine/profile.h"
 #include "peregrine/runtime_value.h"
 #include "peregrine/status.h"
 #include "peregrine/tensor.h"
@@ -23,7 +24,6 @@ struct ValueType;
 }  // namespace ir
 class GraphExecutor;
 class KernelCache;
-struct NodeTiming;
 
 // Prepared kernels (packed weights) shared by sessions of one model compiled for different
 // input shapes: give each session's options the same cache, and a node that matches one
@@ -115,7 +115,7 @@ class Session {
   const SessionOptions& options() const { return options_; }
 
   // Inputs by name (all graph inputs required); outputs in graph order.
-  // With `timings`, records each top-level node's start and duration (the profiler).
+  // With `timings`, records each node of the optimized graph: its start, duration and kernel.
   Expected<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs,
                                                  std::vector<NodeTiming>* timings = nullptr);
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);

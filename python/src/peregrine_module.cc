@@ -249,7 +249,7 @@ class PySession {
       auto result = s->run_values(inputs, profiling_ ? &timings : nullptr);
       if (!result.is_ok()) raise(result.status());
       outputs = std::move(*result);
-      if (profiling_) record_trace(start, Clock::now(), timings);
+      if (profiling_) record_trace(*s, start, Clock::now(), timings);
     }
     nb::list out;
     const auto& infos = base_->outputs();
@@ -396,23 +396,27 @@ class PySession {
     return base_;
   }
 
-  void record_trace(Clock::time_point start, Clock::time_point end,
+  void record_trace(const Session& session, Clock::time_point start, Clock::time_point end,
                     const std::vector<NodeTiming>& timings) {
+    const std::vector<NodeKernel> nodes = session.node_kernels();
     std::lock_guard<std::mutex> lock(mutex_);
     auto micros = [](Clock::duration d) {
       return std::chrono::duration<double, std::micro>(d).count();
     };
     const double run_us = micros(start - trace_origin_);
     trace_.events.push_back({"run", "run", run_us, micros(end - start), 0, 0, {}});
-    for (const NodeTiming& t : timings)
+    for (const NodeTiming& t : timings) {
+      if (t.node >= nodes.size()) continue;
+      const NodeKernel& n = nodes[t.node];
       trace_.events.push_back(
-          {t.node->name.empty() ? t.node->op_type : t.node->name,
+          {n.node.empty() ? n.op_type : n.node,
            "node",
            run_us + t.start_us,
            t.duration_us,
            0,
            0,
-           {{"op_type", json_string(t.node->op_type)}, {"kernel", json_string(t.kernel)}}});
+           {{"op_type", json_string(n.op_type)}, {"kernel", json_string(t.kernel)}}});
+    }
   }
 
   SessionOptions options_;

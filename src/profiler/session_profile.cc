@@ -65,9 +65,6 @@ Expected<SessionProfile> profile_session(Session& session,
                                          int iterations, const PrecisionRoofs& roofs,
                                          size_t bottleneck_count) {
   const ir::Graph& graph = session_model(session).graph;
-  std::unordered_map<const ir::Node*, size_t> node_index;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) node_index[graph.nodes[i].get()] = i;
-
   // Warm-up (first-touch allocation, caches), then interleaved untimed / timed runs.
   {
     auto warm = session.run_values(inputs);
@@ -98,11 +95,10 @@ Expected<SessionProfile> profile_session(Session& session,
       const double run_start_us = micros(start - origin);
       p.run_spans.push_back({run_start_us, micros(end - start)});
       for (const NodeTiming& t : timings) {
-        auto found = node_index.find(t.node);
-        if (found == node_index.end()) continue;  // not a top-level node
-        p.node_samples_us[found->second].push_back(t.duration_us);
-        node_kernel[found->second] = t.kernel;
-        p.node_spans.push_back({found->second, {run_start_us + t.start_us, t.duration_us}});
+        if (t.node >= graph.nodes.size()) continue;
+        p.node_samples_us[t.node].push_back(t.duration_us);
+        node_kernel[t.node] = t.kernel;
+        p.node_spans.push_back({t.node, {run_start_us + t.start_us, t.duration_us}});
       }
     }
   }

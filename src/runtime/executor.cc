@@ -607,7 +607,7 @@ Status GraphExecutor::execute(const Scope* outer, std::vector<NodeTiming>* timin
       return st;
     }
     if (timings) {
-      timings->push_back({&node, std::chrono::duration<double, std::micro>(start - t0).count(),
+      timings->push_back({i, std::chrono::duration<double, std::micro>(start - t0).count(),
                           std::chrono::duration<double, std::micro>(end - start).count(),
                           kctx.reference_fallback()
                               ? "reference (fallback of " + kernels_[i]->name() + ")"

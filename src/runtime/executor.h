@@ -25,6 +25,7 @@
 
 #include "backends/backend.h"
 #include "ir/graph.h"
+#include "peregrine/profile.h"
 #include "planner/arena_planner.h"
 
 namespace peregrine {
@@ -37,14 +38,6 @@ struct Scope {
   const std::vector<RuntimeValue>* slots = nullptr;
   const Scope* parent = nullptr;
   const RuntimeValue* find(const std::string& name) const;
-};
-
-// Called after each node with its wall time; the profiler hooks in here.
-struct NodeTiming {
-  const ir::Node* node;
-  double start_us;
-  double duration_us;
-  std::string kernel;
 };
 
 class GraphExecutor {

@@ -31,9 +31,17 @@ PY
 got=$("$tmp/example/run_model" "$tmp/add_relu.onnx" 2)
 want="y: [1,4] 3 0 1.5 0"
 [ "$got" = "$want" ] || { echo "FAIL run_model printed '$got', expected '$want'"; exit 1; }
+# Node timings through the public profiling record: one line per node of the optimized graph,
+# its kernel and a duration.
+profile=$("$tmp/example/run_model" "$tmp/add_relu.onnx" 1 --profile 2>&1 >/dev/null)
+[ -n "$profile" ] || { echo "FAIL run_model --profile printed no node timings"; exit 1; }
+while read -r node op kernel us; do
+  [[ "$kernel" == cpu/* || "$kernel" == reference* ]] && [[ "$us" =~ ^[0-9]+\.[0-9]$ ]] ||
+    { echo "FAIL run_model --profile line '$node $op $kernel $us'"; exit 1; }
+done <<< "$profile"
 set +e
 err=$("$tmp/example/run_model" "$tmp/missing.onnx" 2>&1)
 code=$?
 set -e
 [ $code -eq 2 ] && [[ "$err" == *missing.onnx* ]] || { echo "FAIL a missing model: exit $code, '$err'"; exit 1; }
-echo "ok   installed package: find_package(Peregrine), the public headers alone, a run through the C++ API"
+echo "ok   installed package: find_package(Peregrine), the public headers alone, a run and a profiled run through the C++ API"
