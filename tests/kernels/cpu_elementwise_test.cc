@@ -343,7 +343,8 @@ TEST(VectorUkernels, PoolStride1PlaneMatchesNaiveLoop) {
 }
 
 // max_pool_3x3s2 (where a level has it) against a naive loop: planes 1 to 111 wide (full
-// vectors, masked tails, one-column planes), pads 0 / 1 at each end, the input ending at a
+// vectors, masked tails, one-column planes; narrow ones take all vertical rows first), pads 0 /
+// 1 at each end, the input ending at a
 // guard page and the output exactly out_h x out_w (a guard page after it).
 TEST(VectorUkernels, MaxPool3x3s2PlaneMatchesNaiveLoop) {
   struct Case {
@@ -351,7 +352,8 @@ TEST(VectorUkernels, MaxPool3x3s2PlaneMatchesNaiveLoop) {
   };
   const Case cases[] = {{111, 111, 0, 0, 0, 0}, {112, 112, 1, 1, 1, 1}, {56, 56, 1, 1, 0, 0},
                         {35, 35, 0, 0, 0, 0},   {17, 33, 1, 0, 1, 1},   {3, 3, 0, 0, 0, 0},
-                        {1, 1, 1, 1, 1, 1},     {5, 66, 0, 1, 0, 1},    {9, 34, 1, 1, 0, 0}};
+                        {1, 1, 1, 1, 1, 1},     {5, 66, 0, 1, 0, 1},    {9, 34, 1, 1, 0, 0},
+                        {17, 17, 0, 0, 0, 0},   {24, 23, 1, 1, 1, 0},   {8, 13, 0, 1, 0, 1}};
   int levels = 0;
   for (const VectorUkernels* uk : all_tables()) {
     if (!uk->max_pool_3x3s2) continue;
@@ -365,7 +367,7 @@ TEST(VectorUkernels, MaxPool3x3s2PlaneMatchesNaiveLoop) {
       std::vector<float> xv = random_floats(c.h * c.w, 23, -2, 2);
       std::copy(xv.begin(), xv.end(), x.data());
       GuardedBuffer y(oh * ow);
-      std::vector<float> row(max_pool_3x3s2_scratch_floats(c.w));
+      std::vector<float> row(max_pool_3x3s2_scratch_floats(c.w, oh));
       uk->max_pool_3x3s2(x.data(), c.h, c.w, c.pt, c.pl, y.data(), oh, ow, row.data());
       for (size_t i = 0; i < oh; ++i)
         for (size_t j = 0; j < ow; ++j) {

@@ -145,7 +145,8 @@ class WindowPoolKernel : public PreparedKernel {
     if (stem_3x3s2) {
       // The common CNN stem pool in one call per plane: the generic passes make ~500 row calls
       // per 112x112 plane of ResNet-50, whose per-call overhead was most of the pool's time.
-      const size_t row_floats = max_pool_3x3s2_scratch_floats(static_cast<size_t>(in_w));
+      const size_t row_floats =
+          max_pool_3x3s2_scratch_floats(static_cast<size_t>(in_w), static_cast<size_t>(out_h));
       auto plane_3x3s2 = [&](int64_t p, int) {
         uk_.max_pool_3x3s2(
             px + p * in_h * in_w, static_cast<size_t>(in_h), static_cast<size_t>(in_w),

@@ -105,52 +105,65 @@ constexpr size_t kPrefetchRowsMinWidth = 64;
 
 void f32_max_pool_3x3s2__avx2(const float* x, size_t in_h, size_t in_w, size_t pad_t, size_t pad_l,
                               float* y, size_t out_h, size_t out_w, float* row) {
-  // row[i] = vertical max at input column i - pad_l, -inf outside the row: output column ow's
-  // window is row[2 ow .. 2 ow + 2], its taps the even, odd and next even elements.
+  // rows[r][i] = vertical max at input column i - pad_l of an output row's three input rows,
+  // -inf outside the row: output column ow's window is its elements 2 ow .. 2 ow + 2 (the even,
+  // odd and next even ones). Narrow planes take every vertical row first, then every
+  // horizontal one: read right after its stores, a short row's unaligned loads spanning two of
+  // them could not be forwarded and waited for the stores to commit (most of the time of the
+  // 35x35 and 17x17 pools of Inception-v3, bench/compare.py); wide rows are read long after
+  // and stay one at a time (the buffer then stays in L1: ResNet-50's 112x112 stem pool).
+  constexpr size_t kAllRowsMaxWidth = 24;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  const size_t len = max_pool_3x3s2_scratch_floats(in_w);
-  std::fill(row, row + len, kNegInf);
-  float* v = row + pad_l;
-  for (size_t oh = 0; oh < out_h; ++oh) {
-    const float* rows[3];
-    size_t count = 0;
-    for (size_t ki = 0; ki < 3; ++ki) {
-      const size_t ih = 2 * oh + ki;  // + pad_t offset: ih - pad_t is the input row
-      if (ih >= pad_t && ih - pad_t < in_h) rows[count++] = x + (ih - pad_t) * in_w;
+  const size_t len = max_pool_3x3s2_scratch_floats(in_w, 1);
+  const size_t block = in_w <= kAllRowsMaxWidth ? out_h : 1;  // output rows per pass
+  std::fill(row, row + len * block, kNegInf);
+  for (size_t oh0 = 0; oh0 < out_h; oh0 += block) {
+    const size_t oh1 = std::min(out_h, oh0 + block);
+    for (size_t oh = oh0; oh < oh1; ++oh) {
+      const float* rows[3];
+      size_t count = 0;
+      for (size_t ki = 0; ki < 3; ++ki) {
+        const size_t ih = 2 * oh + ki;  // + pad_t offset: ih - pad_t is the input row
+        if (ih >= pad_t && ih - pad_t < in_h) rows[count++] = x + (ih - pad_t) * in_w;
+      }
+      // The two input rows the next output row adds, requested now on wide planes: in a model
+      // the plane was just written by the conv before it and comes from L3, and three row
+      // streams per output row are more than the hardware prefetcher follows (Inception-v3's
+      // and ResNet-50's stem pools in bench/compare.py; narrow planes, a few lines per row,
+      // gained nothing).
+      for (size_t ki = 3; ki < 5 && in_w >= kPrefetchRowsMinWidth; ++ki) {
+        const size_t ih = 2 * oh + ki;
+        if (ih < pad_t || ih - pad_t >= in_h) continue;
+        const float* next = x + (ih - pad_t) * in_w;
+        for (size_t c = 0; c < in_w; c += 16) __builtin_prefetch(next + c, 0, 3);
+        __builtin_prefetch(next + in_w - 1, 0, 3);
+      }
+      float* v = row + (oh - oh0) * len + pad_l;
+      size_t i = 0;
+      for (; i + 8 <= in_w; i += 8) {
+        __m256 m = _mm256_loadu_ps(rows[0] + i);
+        for (size_t r = 1; r < count; ++r) m = _mm256_max_ps(m, _mm256_loadu_ps(rows[r] + i));
+        _mm256_storeu_ps(v + i, m);
+      }
+      for (; i < in_w; ++i) {
+        float m = rows[0][i];
+        for (size_t r = 1; r < count; ++r) m = std::max(m, rows[r][i]);
+        v[i] = m;
+      }
     }
-    // The two input rows the next output row adds, requested now on wide planes: in a model
-    // the plane was just written by the conv before it and comes from L3, and three row
-    // streams per output row are more than the hardware prefetcher follows (Inception-v3's and
-    // ResNet-50's stem pools in bench/compare.py; narrow planes, a few lines per row, gained
-    // nothing).
-    for (size_t ki = 3; ki < 5 && in_w >= kPrefetchRowsMinWidth; ++ki) {
-      const size_t ih = 2 * oh + ki;
-      if (ih < pad_t || ih - pad_t >= in_h) continue;
-      const float* next = x + (ih - pad_t) * in_w;
-      for (size_t c = 0; c < in_w; c += 16) __builtin_prefetch(next + c, 0, 3);
-      __builtin_prefetch(next + in_w - 1, 0, 3);
+    for (size_t oh = oh0; oh < oh1; ++oh) {
+      const float* h = row + (oh - oh0) * len;
+      float* out = y + oh * out_w;
+      size_t j = 0;
+      // Reads h[2 j .. 2 j + 17]: within the row (len >= 2 out_w + 19 for out_w <= in_w / 2 + 1).
+      for (; j + 8 <= out_w; j += 8) {
+        const float* p = h + 2 * j;
+        const __m256 m =
+            _mm256_max_ps(_mm256_max_ps(load_even(p), load_even(p + 1)), load_even(p + 2));
+        _mm256_storeu_ps(out + j, m);
+      }
+      for (; j < out_w; ++j) out[j] = std::max(std::max(h[2 * j], h[2 * j + 1]), h[2 * j + 2]);
     }
-    size_t i = 0;
-    for (; i + 8 <= in_w; i += 8) {
-      __m256 m = _mm256_loadu_ps(rows[0] + i);
-      for (size_t r = 1; r < count; ++r) m = _mm256_max_ps(m, _mm256_loadu_ps(rows[r] + i));
-      _mm256_storeu_ps(v + i, m);
-    }
-    for (; i < in_w; ++i) {
-      float m = rows[0][i];
-      for (size_t r = 1; r < count; ++r) m = std::max(m, rows[r][i]);
-      v[i] = m;
-    }
-    float* out = y + oh * out_w;
-    size_t j = 0;
-    // Reads row[2 j .. 2 j + 17]: within the row (len >= 2 out_w + 19 for out_w <= in_w / 2 + 1).
-    for (; j + 8 <= out_w; j += 8) {
-      const float* p = row + 2 * j;
-      const __m256 m =
-          _mm256_max_ps(_mm256_max_ps(load_even(p), load_even(p + 1)), load_even(p + 2));
-      _mm256_storeu_ps(out + j, m);
-    }
-    for (; j < out_w; ++j) out[j] = std::max(std::max(row[2 * j], row[2 * j + 1]), row[2 * j + 2]);
   }
 }
 

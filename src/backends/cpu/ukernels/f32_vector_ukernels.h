@@ -60,10 +60,13 @@ using F32PoolRowFn = void (*)(const float* x, size_t stride, float* acc, size_t 
 // 3x3 max pooling with stride 2 of one (in_h, in_w) plane into (out_h, out_w), top / left pads
 // 0 or 1 (the rest implied by out_h / out_w; every window has an in-bounds tap): per output row,
 // the vertical max of its (up to) three input rows, then the max of three neighbours at every
-// other column. `row`: max_pool_3x3s2_scratch_floats(in_w) floats, private to the caller.
+// other column. `row`: max_pool_3x3s2_scratch_floats(in_w, out_h) floats, private to the
+// caller.
 using F32MaxPool3x3s2Fn = void (*)(const float* x, size_t in_h, size_t in_w, size_t pad_t,
                                    size_t pad_l, float* y, size_t out_h, size_t out_w, float* row);
-inline size_t max_pool_3x3s2_scratch_floats(size_t in_w) { return in_w + 40; }
+inline size_t max_pool_3x3s2_scratch_floats(size_t in_w, size_t out_h) {
+  return (in_w + 40) * out_h;
+}
 // 2x2 pooling with stride 2 of one plane, every window inside it (2 out_h <= in_h, 2 out_w <=
 // in_w, no pads): y = the max of each window, or its mean (max false).
 using F32Pool2x2s2Fn = void (*)(const float* x, size_t in_w, float* y, size_t out_h, size_t out_w,
