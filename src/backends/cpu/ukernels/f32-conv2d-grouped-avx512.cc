@@ -83,6 +83,27 @@ void fill(const GroupedConv2dGeometry &g, const GroupedConv2dBand &b, int64_t ro
   }
 }
 
+// The row-pair layout (grouped_conv_pair_pitch): each channel's padded rows `pitch` apart,
+// unsplit, zeros outside the plane, then a vector of zero slack. A row is one masked load and
+// one 16-lane store; the lanes past the pitch are overwritten by the next row.
+void fill_pairs(const GroupedConv2dGeometry &g, const GroupedConv2dBand &b, int64_t rows,
+                int64_t pitch, int64_t channel_floats, float *scratch) {
+  const __mmask16 inside = lanes_between(g.pad_l, g.pad_l + g.in_w);
+  for (int64_t c = 0; c < g.in_c_g; ++c) {
+    const float *plane = b.input + c * g.in_h * g.in_w;
+    float *dst = scratch + c * channel_floats;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t ih = b.oh_begin * g.stride_h + r - g.pad_t;
+      const __m512 v = ih < 0 || ih >= g.in_h
+                           ? _mm512_setzero_ps()
+                           : _mm512_maskz_loadu_ps(inside, plane + ih * g.in_w - g.pad_l);
+      _mm512_storeu_ps(dst + r * pitch, v);
+    }
+    for (int64_t i = rows * pitch; i < channel_floats; i += kLanes)
+      _mm512_storeu_ps(dst + i, _mm512_setzero_ps());
+  }
+}
+
 struct TileArgs {
   const float *in;       // scratch at channel 0, the tile's first padded row, its first column
   int64_t channel_floats;  // scratch floats per input channel
@@ -92,8 +113,12 @@ struct TileArgs {
   const float *w;        // weights of the tile's first output channel: (in_c_g, taps)
   int64_t w_channel;     // floats between consecutive output channels' weights
   float *y;              // output of the tile's first channel, first row, first column
-  int64_t out_plane, out_w;
+  int64_t out_plane, out_w;  // out_w: floats between the outputs of consecutive tile rows
   __mmask16 store_mask;
+  // Row pairs: each tile row's lanes [pitch, pitch + OW) are the next output row's pixels,
+  // stored `second_shift` floats from the first row's; the last tile row's may be none.
+  int64_t second_shift = 0;
+  __mmask16 second_mask = 0, last_second_mask = 0;
 };
 
 // (C channels, R rows, 16 columns) of output: sum over input channels and taps.
@@ -116,8 +141,12 @@ void tile(const TileArgs &a) {
     }
   }
   for (int c = 0; c < C; ++c)
-    for (int r = 0; r < R; ++r)
-      _mm512_mask_storeu_ps(a.y + c * a.out_plane + r * a.out_w, a.store_mask, acc[c][r]);
+    for (int r = 0; r < R; ++r) {
+      float *y = a.y + c * a.out_plane + r * a.out_w;
+      _mm512_mask_storeu_ps(y, a.store_mask, acc[c][r]);
+      const __mmask16 second = r == R - 1 ? a.last_second_mask : a.second_mask;
+      if (second) _mm512_mask_storeu_ps(y + a.second_shift, second, acc[c][r]);
+    }
 }
 
 using TileFn = void (*)(const TileArgs &);
@@ -137,38 +166,54 @@ void f32_conv2d_grouped__avx512(const GroupedConv2dGeometry &g, const GroupedCon
                                 float *scratch) {
   const int64_t band = b.oh_end - b.oh_begin;
   if (band <= 0 || g.out_w <= 0) return;
+  const int64_t pitch = grouped_conv_pair_pitch(g);  // 0: the phase-split layout
+  const int64_t per_vector = pitch ? 2 : 1;          // output rows per tile row
   const int64_t phase = grouped_conv_phase_floats(g);
-  const int64_t row_floats = g.stride_w * phase;
+  const int64_t row_floats = pitch ? pitch : g.stride_w * phase;
   const int64_t rows = grouped_conv_band_in_rows(g, band);
-  fill(g, b, rows, phase, scratch);
+  TileArgs a;
+  if (pitch) {
+    a.channel_floats = grouped_conv_pair_channel_floats(g, band);
+    fill_pairs(g, b, grouped_conv_band_in_rows(g, band + 1), pitch, a.channel_floats, scratch);
+  } else {
+    a.channel_floats = rows * row_floats;
+    fill(g, b, rows, phase, scratch);
+  }
 
   std::array<int64_t, kMaxTaps> taps;
   const int64_t num_taps = g.kh * g.kw;
   for (int64_t ki = 0; ki < g.kh; ++ki)
     for (int64_t kj = 0; kj < g.kw; ++kj)
-      taps[static_cast<size_t>(ki * g.kw + kj)] = ki * g.dil_h * row_floats +
-                                                  (kj * g.dil_w) % g.stride_w * phase +
-                                                  kj * g.dil_w / g.stride_w;
+      taps[static_cast<size_t>(ki * g.kw + kj)] = pitch ? ki * g.dil_h * pitch + kj * g.dil_w
+                                                        : ki * g.dil_h * row_floats +
+                                                              (kj * g.dil_w) % g.stride_w * phase +
+                                                              kj * g.dil_w / g.stride_w;
   const int64_t out_plane = g.out_h * g.out_w;
-  TileArgs a;
-  a.channel_floats = rows * row_floats;
-  a.row_step = g.stride_h * row_floats;
+  a.row_step = per_vector * g.stride_h * row_floats;
   a.taps = taps.data();
   a.num_taps = num_taps;
   a.in_c_g = g.in_c_g;
   a.w_channel = g.in_c_g * num_taps;
   a.out_plane = out_plane;
-  a.out_w = g.out_w;
+  a.out_w = per_vector * g.out_w;
+  a.second_shift = g.out_w - pitch;
   for (int64_t c0 = 0; c0 < g.out_c_g; c0 += kChannels) {
     const int64_t nc = std::min<int64_t>(kChannels, g.out_c_g - c0);
     // Row tiles of even height (7 rows: 4 + 3, not 6 + 1): a short tile feeds few FMAs per
     // weight broadcast.
-    const int64_t row_tiles = (band + kRows - 1) / kRows;
-    for (int64_t oh = b.oh_begin, tiles_left = row_tiles; oh < b.oh_end; --tiles_left) {
-      const int64_t nr = (b.oh_end - oh + tiles_left - 1) / tiles_left;
-      const TileFn fn = kTiles[static_cast<size_t>(nc - 1)][static_cast<size_t>(nr - 1)];
+    const int64_t vector_rows = (band + per_vector - 1) / per_vector;
+    const int64_t row_tiles = (vector_rows + kRows - 1) / kRows;
+    for (int64_t vr = 0, tiles_left = row_tiles; vr < vector_rows; --tiles_left) {
+      const int64_t nvr = (vector_rows - vr + tiles_left - 1) / tiles_left;
+      const int64_t oh = b.oh_begin + vr * per_vector;
+      const int64_t nr = std::min(nvr * per_vector, b.oh_end - oh);  // output rows
+      const TileFn fn = kTiles[static_cast<size_t>(nc - 1)][static_cast<size_t>(nvr - 1)];
+      if (pitch) {
+        a.second_mask = lanes_between(pitch, pitch + g.out_w);
+        a.last_second_mask = nr == nvr * 2 ? a.second_mask : 0;
+      }
       for (int64_t ow = 0; ow < g.out_w; ow += kLanes) {
-        a.in = scratch + (oh - b.oh_begin) * a.row_step + ow;
+        a.in = scratch + vr * a.row_step + ow;
         a.w = b.weights + c0 * a.w_channel;
         a.y = b.output + c0 * out_plane + oh * g.out_w + ow;
         a.store_mask = lanes_between(0, g.out_w - ow);
@@ -179,7 +224,7 @@ void f32_conv2d_grouped__avx512(const GroupedConv2dGeometry &g, const GroupedCon
           b.epilogue(b.output + c * out_plane + oh * g.out_w, static_cast<size_t>(out_plane), 1,
                      static_cast<size_t>(nr * g.out_w), static_cast<size_t>(c),
                      static_cast<size_t>(oh * g.out_w), *b.epilogue_params);
-      oh += nr;
+      vr += nvr;
     }
   }
 }
