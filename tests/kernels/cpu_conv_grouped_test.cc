@@ -92,11 +92,16 @@ TEST(CpuConvGrouped, MatchesNaiveLoopAtEveryIsa) {
       {5, 2, 4, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // 1x1 plane
       {2, 8, 8, 4, 20, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   // 1x1 kernel
       {2, 2, 3, 10, 40, 3, 5, 1, 2, 1, 3, 0, 4, 1, 0},  // dilated columns, asymmetric pads
-      // Two output rows per vector (stride 1, pitch + OW <= 16):
+      // Two output rows per vector (strides 1 or 2, pitch + OW <= 16):
       {25, 16, 16, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // RegNet's 7x7 stage, odd rows
       {2, 3, 5, 6, 6, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},     // 5x5 on 6x6: 16 lanes exactly
       {2, 4, 3, 9, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1, 2},     // dilation 2
       {3, 2, 4, 5, 7, 3, 2, 1, 1, 1, 1, 0, 1, 2, 0},     // asymmetric pads
+      {2, 3, 4, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},   // stride 2 to 7x7: four phase planes
+      {3, 2, 5, 13, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},   // stride 2, odd input
+      {2, 4, 2, 12, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},    // 5x5 stride 2
+      {2, 3, 3, 10, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},    // row stride 2 only
+      {2, 3, 3, 6, 14, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1},    // column stride 2 only
   };
   const std::vector<cpu::Activation> acts = {cpu::Activation::kNone, cpu::Activation::kRelu,
                                              cpu::Activation::kClip};

@@ -83,24 +83,41 @@ void fill(const GroupedConv2dGeometry &g, const GroupedConv2dBand &b, int64_t ro
   }
 }
 
-// The row-pair layout (grouped_conv_pair_pitch): each channel's padded rows `pitch` apart,
-// unsplit, zeros outside the plane, then a vector of zero slack. A row is one masked load and
-// one 16-lane store; the lanes past the pitch are overwritten by the next row.
-void fill_pairs(const GroupedConv2dGeometry &g, const GroupedConv2dBand &b, int64_t rows,
-                int64_t pitch, int64_t channel_floats, float *scratch) {
-  const __mmask16 inside = lanes_between(g.pad_l, g.pad_l + g.in_w);
+// The row-pair layout (grouped_conv_pair_pitch): each channel's phase planes, rows `pitch`
+// apart, zeros outside the plane, then zero slack. A plane row is one or two masked loads (the
+// even and odd columns of a stride-2 row split with two permutes) and a 16-lane store; the lanes
+// past the pitch are overwritten by the next row.
+void fill_pairs(const GroupedConv2dGeometry &g, const GroupedConv2dBand &b, int64_t pitch,
+                int64_t plane_floats, int64_t plane_rows, float *scratch) {
+  const __mmask16 lo = lanes_between(g.pad_l, g.pad_l + g.in_w);
+  const __mmask16 hi = lanes_between(g.pad_l - kLanes, g.pad_l + g.in_w - kLanes);
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  float *dst = scratch;
   for (int64_t c = 0; c < g.in_c_g; ++c) {
     const float *plane = b.input + c * g.in_h * g.in_w;
-    float *dst = scratch + c * channel_floats;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t ih = b.oh_begin * g.stride_h + r - g.pad_t;
-      const __m512 v = ih < 0 || ih >= g.in_h
-                           ? _mm512_setzero_ps()
-                           : _mm512_maskz_loadu_ps(inside, plane + ih * g.in_w - g.pad_l);
-      _mm512_storeu_ps(dst + r * pitch, v);
+    for (int64_t a = 0; a < g.stride_h; ++a, dst += g.stride_w * plane_floats) {
+      for (int64_t t = 0; t < plane_rows; ++t) {
+        const int64_t ih = (b.oh_begin + t) * g.stride_h + a - g.pad_t;
+        const bool in = ih >= 0 && ih < g.in_h;
+        const float *row = plane + ih * g.in_w - g.pad_l;  // padded column 0
+        const __m512 v0 = in ? _mm512_maskz_loadu_ps(lo, row) : _mm512_setzero_ps();
+        if (g.stride_w == 1) {
+          _mm512_storeu_ps(dst + t * pitch, v0);
+          continue;
+        }
+        const __m512 v1 = in ? _mm512_maskz_loadu_ps(hi, row + kLanes) : _mm512_setzero_ps();
+        _mm512_storeu_ps(dst + t * pitch, _mm512_permutex2var_ps(v0, evens, v1));
+        _mm512_storeu_ps(dst + plane_floats + t * pitch, _mm512_permutex2var_ps(v0, odds, v1));
+      }
+      // The slack in whole vectors, the last one ending at the plane's end (it may overlap the
+      // one before, never a row: plane_floats >= rows + a vector).
+      for (int64_t p = 0; p < g.stride_w; ++p)
+        for (int64_t i = plane_rows * pitch; i < plane_floats; i += kLanes)
+          _mm512_storeu_ps(dst + p * plane_floats + std::min(i, plane_floats - kLanes),
+                           _mm512_setzero_ps());
     }
-    for (int64_t i = rows * pitch; i < channel_floats; i += kLanes)
-      _mm512_storeu_ps(dst + i, _mm512_setzero_ps());
   }
 }
 
@@ -172,9 +189,10 @@ void f32_conv2d_grouped__avx512(const GroupedConv2dGeometry &g, const GroupedCon
   const int64_t row_floats = pitch ? pitch : g.stride_w * phase;
   const int64_t rows = grouped_conv_band_in_rows(g, band);
   TileArgs a;
+  const int64_t plane_floats = pitch ? grouped_conv_pair_plane_floats(g, band) : 0;
   if (pitch) {
     a.channel_floats = grouped_conv_pair_channel_floats(g, band);
-    fill_pairs(g, b, grouped_conv_band_in_rows(g, band + 1), pitch, a.channel_floats, scratch);
+    fill_pairs(g, b, pitch, plane_floats, band + 1 + (g.kh - 1) * g.dil_h / g.stride_h, scratch);
   } else {
     a.channel_floats = rows * row_floats;
     fill(g, b, rows, phase, scratch);
@@ -184,12 +202,14 @@ void f32_conv2d_grouped__avx512(const GroupedConv2dGeometry &g, const GroupedCon
   const int64_t num_taps = g.kh * g.kw;
   for (int64_t ki = 0; ki < g.kh; ++ki)
     for (int64_t kj = 0; kj < g.kw; ++kj)
-      taps[static_cast<size_t>(ki * g.kw + kj)] = pitch ? ki * g.dil_h * pitch + kj * g.dil_w
-                                                        : ki * g.dil_h * row_floats +
-                                                              (kj * g.dil_w) % g.stride_w * phase +
-                                                              kj * g.dil_w / g.stride_w;
+      taps[static_cast<size_t>(ki * g.kw + kj)] =
+          pitch ? ((ki * g.dil_h) % g.stride_h * g.stride_w + (kj * g.dil_w) % g.stride_w) *
+                          plane_floats +
+                      ki * g.dil_h / g.stride_h * pitch + kj * g.dil_w / g.stride_w
+                : ki * g.dil_h * row_floats + (kj * g.dil_w) % g.stride_w * phase +
+                      kj * g.dil_w / g.stride_w;
   const int64_t out_plane = g.out_h * g.out_w;
-  a.row_step = per_vector * g.stride_h * row_floats;
+  a.row_step = pitch ? 2 * pitch : g.stride_h * row_floats;  // per tile row
   a.taps = taps.data();
   a.num_taps = num_taps;
   a.in_c_g = g.in_c_g;

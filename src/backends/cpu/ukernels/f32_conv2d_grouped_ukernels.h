@@ -15,9 +15,9 @@
 //      channel feed 24 FMAs. The last column block of a row is masked.
 //   3. the fused epilogue (bias, residual, activation) runs on each finished tile's rows through
 //      the GEMM epilogue of the same ISA, while they are in L1.
-// Stride-1 planes so narrow that a padded row and an output row fit one vector (7x7 maps with
-// 3x3 taps: RegNet's and ResNeXt's last stage) are filled unsplit, rows `pitch` apart
-// (grouped_conv_pair_pitch), so one vector holds two output rows and fills 14 of 16 lanes
+// Planes so narrow that a phase row and an output row fit one vector (7x7 outputs with 3x3
+// taps: RegNet's and ResNeXt's last stage) are filled as phase planes whose rows are `pitch`
+// apart (grouped_conv_pair_pitch), so one vector holds two output rows and fills 14 of 16 lanes
 // instead of 7; its lanes are stored to the two rows with two masked stores.
 //
 // Contract: any plane sizes >= 1, KH, KW >= 1, strides >= 1, dilations >= 1, pads >= 0 (the end
@@ -63,17 +63,26 @@ inline int64_t grouped_conv_phase_floats(const GroupedConv2dGeometry &g) {
 inline int64_t grouped_conv_band_in_rows(const GroupedConv2dGeometry &g, int64_t rows) {
   return (rows - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1;
 }
-// The distance of the padded rows when a vector holds two output rows, or 0 where it cannot.
+// The row-pair layout: per input channel, stride_h x stride_w phase planes (plane (a, b) row t,
+// column q: padded input row t * stride_h + a, column q * stride_w + b), rows `pitch` apart, so
+// the next output row's taps are one pitch on. The pitch, or 0 where two output rows do not fit
+// one vector (strides 1 or 2, a stride-2 axis undilated).
 inline int64_t grouped_conv_pair_pitch(const GroupedConv2dGeometry &g) {
-  if (g.stride_w != 1 || g.stride_h != 1) return 0;  // the next output row: the next input row
-  const int64_t pitch = g.out_w + (g.kw - 1) * g.dil_w;
+  const bool rows_ok = g.stride_h == 1 || (g.stride_h == 2 && g.dil_h == 1);
+  const bool cols_ok = g.stride_w == 1 || (g.stride_w == 2 && g.dil_w == 1);
+  if (!rows_ok || !cols_ok) return 0;
+  const int64_t pitch = g.out_w + (g.kw - 1) * g.dil_w / g.stride_w;
   return pitch + g.out_w <= kGroupedConvLanes ? pitch : 0;
 }
-// Floats per input channel of the row-pair layout: the band's rows and one more output row's
-// (the last vector row may hold a row past the band), then a vector of slack.
-inline int64_t grouped_conv_pair_channel_floats(const GroupedConv2dGeometry &g, int64_t rows) {
-  const int64_t n = grouped_conv_band_in_rows(g, rows + 1) * grouped_conv_pair_pitch(g);
+// Floats of one phase plane for a band of `rows` output rows: its rows for those and one more
+// output row (the last vector row may hold a row past the band), then a vector of slack.
+inline int64_t grouped_conv_pair_plane_floats(const GroupedConv2dGeometry &g, int64_t rows) {
+  const int64_t plane_rows = rows + 1 + (g.kh - 1) * g.dil_h / g.stride_h;
+  const int64_t n = plane_rows * grouped_conv_pair_pitch(g);
   return (n + 2 * kGroupedConvLanes - 1) / kGroupedConvLanes * kGroupedConvLanes;
+}
+inline int64_t grouped_conv_pair_channel_floats(const GroupedConv2dGeometry &g, int64_t rows) {
+  return g.stride_h * g.stride_w * grouped_conv_pair_plane_floats(g, rows);
 }
 inline int64_t f32_conv2d_grouped_scratch_floats(const GroupedConv2dGeometry &g, int64_t rows) {
   const int64_t split =
