@@ -99,6 +99,63 @@ PassFn pass_for(size_t taps) {
 
 }  // namespace
 
+// 3x3 / 2 max pooling of one plane (contract: f32_vector_ukernels.h), the AVX2 kernel's
+// algorithm with 16 lanes and masked tails: per output row the vertical max of its input rows
+// into `row` (-inf around), then the max of the even, odd and next even columns, 16 outputs per
+// step from two 32-column permutes. Taken where the AVX2 kernel would end each output row with
+// two or more outputs one by one, on planes up to 32 columns (SqueezeNet 1.1's 27 -> 13 pool,
+// GoogLeNet's 14 -> 7, single layers in peregrine profile); elsewhere the AVX2 kernel's 8-lane
+// steps were as fast or faster (Inception-v3's 17 -> 8 and 35 -> 17).
+void f32_max_pool_3x3s2__avx512(const float* x, size_t in_h, size_t in_w, size_t pad_t,
+                                size_t pad_l, float* y, size_t out_h, size_t out_w, float* row) {
+  constexpr size_t kMaxWidth = 32;
+  if (in_w > kMaxWidth || out_w % 8 < 2) {
+    avx2::f32_max_pool_3x3s2__avx2(x, in_h, in_w, pad_t, pad_l, y, out_h, out_w, row);
+    return;
+  }
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  // Every vertical row of the plane first, then every horizontal one, for the reason the AVX2
+  // kernel gives for narrow planes: rows[oh] at row + oh * len.
+  const size_t len = max_pool_3x3s2_scratch_floats(in_w, 1);
+  for (size_t i = 0; i < len * out_h; i += 16)
+    _mm512_mask_storeu_ps(row + i, first_lanes(static_cast<int64_t>(len * out_h - i)), neg_inf);
+  for (size_t oh = 0; oh < out_h; ++oh) {
+    const float* rows[3];
+    size_t count = 0;
+    for (size_t ki = 0; ki < 3; ++ki) {
+      const size_t ih = 2 * oh + ki;  // + pad_t offset: ih - pad_t is the input row
+      if (ih >= pad_t && ih - pad_t < in_h) rows[count++] = x + (ih - pad_t) * in_w;
+    }
+    float* v = row + oh * len + pad_l;
+    for (size_t i = 0; i < in_w; i += 16) {
+      const __mmask16 m = first_lanes(static_cast<int64_t>(in_w - i));
+      __m512 acc = _mm512_maskz_loadu_ps(m, rows[0] + i);
+      for (size_t r = 1; r < count; ++r)
+        acc = _mm512_mask_max_ps(acc, m, acc, _mm512_maskz_loadu_ps(m, rows[r] + i));
+      _mm512_mask_storeu_ps(v + i, m, acc);
+    }
+  }
+  for (size_t oh = 0; oh < out_h; ++oh) {
+    const float* h = row + oh * len;
+    float* out = y + oh * out_w;
+    // Reads h[2 j .. 2 j + 33]: within the row (len = in_w + 40 >= 2 out_w + 34).
+    for (size_t j = 0; j < out_w; j += 16) {
+      const float* p = h + 2 * j;
+      const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+      const __m512 a2 = _mm512_loadu_ps(p + 2), b2 = _mm512_loadu_ps(p + 18);
+      const __m512 even = _mm512_permutex2var_ps(a, evens, b);
+      const __m512 odd = _mm512_permutex2var_ps(a, odds, b);
+      const __m512 next = _mm512_permutex2var_ps(a2, evens, b2);
+      const __m512 m =
+          _mm512_mask_max_ps(even, 0xFFFF, _mm512_mask_max_ps(even, 0xFFFF, even, odd), next);
+      _mm512_mask_storeu_ps(out + j, first_lanes(static_cast<int64_t>(out_w - j)), m);
+    }
+  }
+}
+
 void f32_window_planes__avx512(const float* x, size_t planes, size_t in_h, size_t in_w, size_t kh,
                                size_t kw, size_t dh, size_t dw, size_t pad_t, size_t pad_l,
                                float* s, bool max, float* scratch) {

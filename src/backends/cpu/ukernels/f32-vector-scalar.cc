@@ -205,15 +205,17 @@ const VectorUkernels kAvx2 = {
 };
 
 // AVX-512: the AVX2 kernels but for the unary maps, whose transcendental approximations are
-// bound by vector instructions per element, halved at 16 lanes (EfficientNet's SiLU), and the
-// window pools, which need masked loads that skip the taps outside a plane to run over many
-// small planes as one array (GoogLeNet's and Inception-v3's pools). The rows and reductions
-// stay AVX2: bound by memory, and on Zen 4 a 512-bit shuffle costs two. Block transposes take
-// 16x16 register transposes: a whole 64-byte line of each of 16 rows per step.
+// bound by vector instructions per element, halved at 16 lanes (EfficientNet's SiLU), the 3x3 / 2
+// max pool of narrow planes (masked tails), and the window pools, which need masked loads that skip
+// the taps outside a plane to run over many small planes as one array (GoogLeNet's and
+// Inception-v3's pools). The rows and reductions stay AVX2: bound by memory, and on Zen 4 a 512-bit
+// shuffle costs two. Block transposes take 16x16 register transposes: a whole 64-byte line of each
+// of 16 rows per step.
 const VectorUkernels kAvx512 = [] {
   VectorUkernels t = kAvx2;
   t.isa = Isa::kAvx512;
   t.unary = avx512::f32_vunary__avx512;
+  t.max_pool_3x3s2 = avx512::f32_max_pool_3x3s2__avx512;
   t.window_planes = avx512::f32_window_planes__avx512;
   t.transpose_x32 = avx512::x32_transpose__avx512;
   return t;

@@ -148,6 +148,8 @@ void x32_transpose__scalar(const uint32_t* src, size_t src_stride, uint32_t* dst
 
 namespace avx512 {
 void f32_vunary__avx512(UnaryOp op, const float* x, float* y, size_t n);
+void f32_max_pool_3x3s2__avx512(const float* x, size_t in_h, size_t in_w, size_t pad_t,
+                                size_t pad_l, float* y, size_t out_h, size_t out_w, float* row);
 void f32_window_planes__avx512(const float* x, size_t planes, size_t in_h, size_t in_w, size_t kh,
                                size_t kw, size_t dh, size_t dw, size_t pad_t, size_t pad_l,
                                float* s, bool max, float* scratch);
