@@ -398,7 +398,7 @@ class PySession {
 
   void record_trace(const Session& session, Clock::time_point start, Clock::time_point end,
                     const std::vector<NodeTiming>& timings) {
-    const std::vector<NodeKernel> nodes = session.node_kernels();
+    const auto& nodes = session_model(session).graph.nodes;
     std::lock_guard<std::mutex> lock(mutex_);
     auto micros = [](Clock::duration d) {
       return std::chrono::duration<double, std::micro>(d).count();
@@ -407,9 +407,9 @@ class PySession {
     trace_.events.push_back({"run", "run", run_us, micros(end - start), 0, 0, {}});
     for (const NodeTiming& t : timings) {
       if (t.node >= nodes.size()) continue;
-      const NodeKernel& n = nodes[t.node];
+      const ir::Node& n = *nodes[t.node];
       trace_.events.push_back(
-          {n.node.empty() ? n.op_type : n.node,
+          {n.name.empty() ? n.op_type : n.name,
            "node",
            run_us + t.start_us,
            t.duration_us,
