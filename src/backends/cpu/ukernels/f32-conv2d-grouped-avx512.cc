@@ -186,13 +186,13 @@ void f32_conv2d_grouped__avx512(const GroupedConv2dGeometry &g, const GroupedCon
   const int64_t pitch = grouped_conv_pair_pitch(g);  // 0: the phase-split layout
   const int64_t per_vector = pitch ? 2 : 1;          // output rows per tile row
   const int64_t phase = grouped_conv_phase_floats(g);
-  const int64_t row_floats = pitch ? pitch : g.stride_w * phase;
+  const int64_t row_floats = g.stride_w * phase;  // of the phase-split layout
   const int64_t rows = grouped_conv_band_in_rows(g, band);
   TileArgs a;
   const int64_t plane_floats = pitch ? grouped_conv_pair_plane_floats(g, band) : 0;
   if (pitch) {
     a.channel_floats = grouped_conv_pair_channel_floats(g, band);
-    fill_pairs(g, b, pitch, plane_floats, band + 1 + (g.kh - 1) * g.dil_h / g.stride_h, scratch);
+    fill_pairs(g, b, pitch, plane_floats, grouped_conv_pair_plane_rows(g, band), scratch);
   } else {
     a.channel_floats = rows * row_floats;
     fill(g, b, rows, phase, scratch);

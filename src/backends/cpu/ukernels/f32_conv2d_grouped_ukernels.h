@@ -76,9 +76,11 @@ inline int64_t grouped_conv_pair_pitch(const GroupedConv2dGeometry &g) {
 }
 // Floats of one phase plane for a band of `rows` output rows: its rows for those and one more
 // output row (the last vector row may hold a row past the band), then a vector of slack.
+inline int64_t grouped_conv_pair_plane_rows(const GroupedConv2dGeometry &g, int64_t rows) {
+  return rows + 1 + (g.kh - 1) * g.dil_h / g.stride_h;
+}
 inline int64_t grouped_conv_pair_plane_floats(const GroupedConv2dGeometry &g, int64_t rows) {
-  const int64_t plane_rows = rows + 1 + (g.kh - 1) * g.dil_h / g.stride_h;
-  const int64_t n = plane_rows * grouped_conv_pair_pitch(g);
+  const int64_t n = grouped_conv_pair_plane_rows(g, rows) * grouped_conv_pair_pitch(g);
   return (n + 2 * kGroupedConvLanes - 1) / kGroupedConvLanes * kGroupedConvLanes;
 }
 inline int64_t grouped_conv_pair_channel_floats(const GroupedConv2dGeometry &g, int64_t rows) {
