@@ -31,6 +31,8 @@ namespace peregrine {
 namespace {
 
 using cpu::testing::compare_with_reference;
+using cpu::testing::OneNodeGraph;
+using cpu::testing::random_tensor;
 
 using cpu::testing::GuardedBuffer;
 using cpu::testing::random_floats;
@@ -259,55 +261,15 @@ TEST(CpuAttention, EmptyShapesDoNothing) {
 
 // ---- Through the backends -------------------------------------------------------------------
 
-Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1, float hi = 1) {
-  Tensor t = Tensor::zeros(DType::kFloat32, shape);
-  std::vector<float> v = random_floats(size_t(t.numel()), seed, lo, hi);
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
-}
-
 using passes::float_attr;
 using passes::int_attr;
 
-// One peregrine.Attention node; inputs are graph inputs except a constant mask.
-struct AttentionGraph {
-  ir::Graph graph;
-  std::map<std::string, RuntimeValue> feeds;
-
+// One peregrine.Attention node, every input a graph input.
+struct AttentionGraph : OneNodeGraph {
   AttentionGraph(const std::vector<std::pair<std::string, Tensor>>& inputs,
-                 std::vector<ir::Attribute> attrs) {
-    graph.opsets[""] = 17;
-    graph.opsets["peregrine"] = 1;
-    auto node = std::make_unique<ir::Node>();
-    node->op_type = "Attention";
-    node->domain = "peregrine";
-    node->opset = 1;
-    node->name = "attn";
-    for (const auto& [name, t] : inputs) {
-      node->inputs.push_back(name);
-      ir::Value& v = graph.value(name);
-      v.type = ir::ValueType::tensor(DType::kFloat32, t.shape());
-      graph.inputs.push_back(name);
-      feeds[name] = RuntimeValue::of(t);
-    }
-    for (auto& a : attrs) node->attributes[a.name] = a;
-    node->outputs = {"Y"};
-    graph.value("Y");
-    graph.outputs = {"Y"};
-    graph.nodes.push_back(std::move(node));
-  }
-
-  Tensor run(const Backend& backend, int threads, std::string* kernel_name) {
-    auto inferred = infer_graph_types(graph, reference_evaluator());
-    EXPECT_TRUE(inferred.is_ok()) << inferred.status().message();
-    auto ex = GraphExecutor::create(graph, {&backend, &reference_backend()}, threads);
-    EXPECT_TRUE(ex.is_ok()) << ex.status().message();
-    std::vector<NodeTiming> timings;
-    auto out = ex.value()->run(feeds, nullptr, &timings);
-    EXPECT_TRUE(out.is_ok()) << out.status().message();
-    if (kernel_name && !timings.empty()) *kernel_name = timings[0].kernel;
-    return out.value()[0].tensor;
-  }
+                 std::vector<ir::Attribute> attrs)
+      : OneNodeGraph("Attention", inputs, std::vector<bool>(inputs.size(), false), std::move(attrs),
+                     "peregrine") {}
 };
 
 void compare_backends(AttentionGraph& g, bool expect_cpu_kernel = true) {
