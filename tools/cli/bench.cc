@@ -288,13 +288,11 @@ int cmd_bench(int argc, char** argv) {
   BenchTiming timing;
   st = parse_timing_flags(args, &timing);
   if (!st.is_ok()) return print_error(st);
-  const double warmup_ms = timing.warmup_ms, duration_s = timing.duration_s;
-  const int64_t iterations = timing.iterations;
 
   BenchResult r;
   r.model = args.positional()[0];
   r.threads = options.num_threads;
-  r.warmup_ms = warmup_ms;
+  r.warmup_ms = timing.warmup_ms;
 
   auto t_create = Clock::now();
   auto session = Session::load(r.model, options);
@@ -325,9 +323,10 @@ int cmd_bench(int argc, char** argv) {
   }
 
   std::ostringstream options_json;
-  options_json << "{\"threads\": " << r.threads << ", \"warmup_ms\": " << number(warmup_ms)
-               << ", \"iterations\": " << (iterations > 0 ? std::to_string(iterations) : "null")
-               << ", \"duration_s\": " << (iterations > 0 ? "null" : number(duration_s))
+  const bool counted = timing.iterations > 0;
+  options_json << "{\"threads\": " << r.threads << ", \"warmup_ms\": " << number(timing.warmup_ms)
+               << ", \"iterations\": " << (counted ? std::to_string(timing.iterations) : "null")
+               << ", \"duration_s\": " << (counted ? "null" : number(timing.duration_s))
                << ", \"seed\": " << seed << ", \"precision\": \""
                << precision_name(options.precision) << "\"}";
   // The finished bench, as the experiment store records it.
